@@ -180,6 +180,8 @@ def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRep
         pending_files = sorted({a.file for a in assessments if a.status is Status.PENDING})
         for path in pending_files:
             _refuse_read_only(path, install)
+        if pending_files:
+            journal.prepare()
         for path in pending_files:
             original = path.read_bytes()
             module = tree.parse(path)
@@ -207,18 +209,23 @@ def verify(install: VllmInstall, only: list[str] | None = None, probe: bool = Fa
     The probe runs in the install's interpreter in a subprocess (see ``specdraft.patching.probe``);
     a probe that cannot run there is a failed verification, with the reason.
     """
-    from specdraft.patching.probe import run_probe
+    from specdraft.patching.probe import run_probes
 
     tree = _Tree(install)
+    assessments = [_assess(tree, entry) for entry in catalog.select(only)]
+    probed = {}
+    if probe:
+        probed = run_probes(install, [(a.entry.load(), a.module_name) for a in assessments if a.file is not None
+                                      and a.status is not Status.NOT_APPLICABLE])
     reports = []
-    for assessment in [_assess(tree, entry) for entry in catalog.select(only)]:
+    for assessment in assessments:
         if assessment.status is Status.NOT_APPLICABLE:
             reports.append(_report(install, assessment, outcome=Outcome.SKIPPED))
             continue
         passed = assessment.status in (Status.APPLIED, Status.FIXED_UPSTREAM)
         detail = f"fixed form present ({assessment.detail})" if passed else f"fix missing: {assessment.detail}"
-        if probe and assessment.file is not None:
-            result = run_probe(assessment.entry.load(), install, assessment.module_name)
+        if assessment.entry.id in probed:
+            result = probed[assessment.entry.id]
             passed = passed and result.passed
             detail = f"{detail}; probe {result.describe()}"
         reports.append(_report(install, assessment, outcome=Outcome.PASSED if passed else Outcome.FAILED, detail=detail))
@@ -257,6 +264,8 @@ def revert(install: VllmInstall, only: list[str] | None = None, force: bool = Fa
             restore[a.file] = journal.pristine(record)
         for path in sorted(restore):
             _refuse_read_only(path, install)
+        if restore:
+            journal.prepare()
         for path, pristine in sorted(restore.items()):
             write_atomically(path, pristine)
             drop_bytecode(path)
@@ -344,7 +353,7 @@ def _refuse_read_only(path: Path, install: VllmInstall) -> None:
     if not is_writable(path) or not is_writable(path.parent):
         raise UserError(
             f"{path} is read-only; nothing was changed",
-            hint="run as the install's owner, or patch a writable copy: specdraft patch apply --vllm-root DIR",
+            hint=f"chmod u+w {path} if it is yours to patch, or patch a writable copy: specdraft patch apply --vllm-root DIR",
         )
 
 

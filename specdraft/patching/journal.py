@@ -3,8 +3,9 @@
 Everything lives beside the patched package, in ``<root>/vllm/.specdraft/``, so it travels with
 the install (a container layer, a copied venv):
 
-- ``lock``: an exclusive ``flock`` held for the whole of an apply or revert; a second process
-  waits, then sees the state the first one left;
+- the lock: an exclusive ``flock`` on the ``vllm`` package directory itself, held for the whole of
+  an apply or revert; a second process waits, then sees the state the first one left (locking
+  the directory, not a file in it, means a refused or empty run leaves no trace);
 - ``journal.json``: per patched file (path relative to ``<root>``), the hotfixes applied, the
   SHA-256 of the pristine and of the patched bytes, and the backup's name;
 - ``backups/<relative path with / as __>.<sha256[:12]>.orig``: the pristine bytes.
@@ -68,14 +69,24 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the install's exclusive lock (creating the journal directory when needed)."""
-        self._ensure_dir()
-        with open(self.dir / "lock", "a+") as handle:
+        """Hold the install's exclusive lock."""
+        handle = os.open(self.dir.parent, os.O_RDONLY)
+        try:
             fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+            yield
+        finally:
+            os.close(handle)  # releases the lock
+
+    def prepare(self) -> None:
+        """Create the journal directory, or refuse (``UserError``) before anything is written."""
+        if not self.dir.exists() and not is_writable(self.dir.parent):
+            raise _not_writable(self.dir, None)
+        try:
+            (self.dir / "backups").mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise _not_writable(self.dir, err) from None
+        if not is_writable(self.dir) or not is_writable(self.dir / "backups"):
+            raise _not_writable(self.dir, None)
 
     def record_apply(self, path: Path, pristine: bytes, patched: bytes, hotfix_ids: list[str], version: str | None) -> None:
         """Keep the pristine bytes (once per file) and note the patched file's hash and hotfixes."""
@@ -113,14 +124,6 @@ class Journal:
     def _save(self, entries: dict[str, JournalEntry]) -> None:
         document = {"files": {name: asdict(entry) for name, entry in sorted(entries.items())}}
         write_atomically(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
-
-    def _ensure_dir(self) -> None:
-        try:
-            (self.dir / "backups").mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise _not_writable(self.dir, err) from None
-        if not is_writable(self.dir):
-            raise _not_writable(self.dir, None)
 
 
 def is_writable(path: Path) -> bool:

@@ -27,28 +27,31 @@ _TIMEOUT_S = 600
 _RUNNER = """
 import importlib, json, os, sys
 
-def answer(result, detail=""):
-    print({answer!r} + json.dumps({{"result": result, "detail": detail}}), flush=True)
-    sys.exit(0)
+def answer(hotfix_id, result, detail=""):
+    print({answer!r} + json.dumps({{"id": hotfix_id, "result": result, "detail": detail}}), flush=True)
 
 if {prepend_root}:
     sys.path.insert(0, {root!r})
-try:
-    module = importlib.import_module({module!r})
-except BaseException as err:
-    answer("cannot-run", f"cannot import {module}: {{type(err).__name__}}: {{err}}")
 located = os.path.realpath({root!r})
-if not os.path.realpath(module.__file__).startswith(located + os.sep):
-    answer("cannot-run", f"this interpreter imports {module} from {{module.__file__}}, not from {root}")
-try:
-    probe(module)
-except AssertionError as err:
-    answer("failed", str(err) or "the probe's assertion failed")
-except ImportError as err:
-    answer("cannot-run", f"{{type(err).__name__}}: {{err}}")
-except BaseException as err:
-    answer("failed", f"probe raised {{type(err).__name__}}: {{err}}")
-answer("passed")
+for hotfix_id, module_name, probe in PROBES:
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as err:
+        answer(hotfix_id, "cannot-run", f"cannot import {{module_name}}: {{type(err).__name__}}: {{err}}")
+        continue
+    if not os.path.realpath(module.__file__).startswith(located + os.sep):
+        answer(hotfix_id, "cannot-run", f"this interpreter imports {{module_name}} from {{module.__file__}}, not from {root}")
+        continue
+    try:
+        probe(module)
+    except AssertionError as err:
+        answer(hotfix_id, "failed", str(err) or "the probe's assertion failed")
+    except ImportError as err:
+        answer(hotfix_id, "cannot-run", f"{{type(err).__name__}}: {{err}}")
+    except BaseException as err:
+        answer(hotfix_id, "failed", f"probe raised {{type(err).__name__}}: {{err}}")
+    else:
+        answer(hotfix_id, "passed")
 """
 
 
@@ -68,35 +71,50 @@ class ProbeResult:
         return self.result + (f": {self.detail}" if self.detail else "")
 
 
-def run_probe(hotfix: Hotfix, install: VllmInstall, module: str) -> ProbeResult:
-    """Call ``hotfix.probe`` on ``module`` of ``install``, in the install's interpreter.
+def run_probes(install: VllmInstall, probes: list[tuple[Hotfix, str]]) -> dict[str, ProbeResult]:
+    """Run each ``(hotfix, module)``'s probe on ``install``, in the install's interpreter.
 
-    With no known interpreter (``--vllm-root``), the current one runs it with the tree first on
-    ``sys.path``.
+    One subprocess runs them all (importing vLLM costs seconds); each probe's failure is its own.
+    With no known interpreter (``--vllm-root``), the current one runs them with the tree first on
+    ``sys.path``. Returns a result per hotfix id.
     """
     python = install.python or sys.executable
-    script = "from __future__ import annotations\n" + _probe_source(hotfix) + _RUNNER.format(
-        answer=_ANSWER, module=module, root=str(install.root), prepend_root=install.python is None,
-    )
+    functions, table = [], []
+    for index, (hotfix, module) in enumerate(probes):
+        functions.append(_probe_source(hotfix, f"probe_{index}"))
+        table.append(f"({hotfix.id!r}, {module!r}, probe_{index})")
+    script = "\n".join([
+        "from __future__ import annotations", *functions, f"PROBES = [{', '.join(table)}]",
+        _RUNNER.format(answer=_ANSWER, root=str(install.root), prepend_root=install.python is None),
+    ])
     env = {**os.environ, "VLLM_LOGGING_LEVEL": "ERROR", "PYTHONDONTWRITEBYTECODE": "1"}
+    wanted = [hotfix.id for hotfix, _ in probes]
     try:
         # An empty working directory: `-c` puts it first on sys.path, where nothing may shadow.
         with tempfile.TemporaryDirectory(prefix="specdraft-probe-") as empty:
             done = subprocess.run([str(python), "-c", script], capture_output=True, text=True,
                                   timeout=_TIMEOUT_S, env=env, cwd=empty)
     except subprocess.TimeoutExpired:
-        return ProbeResult("cannot-run", f"{python} did not answer within {_TIMEOUT_S} s")
+        return {i: ProbeResult("cannot-run", f"{python} did not answer within {_TIMEOUT_S} s") for i in wanted}
     except OSError as err:
-        return ProbeResult("cannot-run", f"cannot start {python}: {err.strerror}")
-    for line in reversed(done.stdout.splitlines()):
+        return {i: ProbeResult("cannot-run", f"cannot start {python}: {err.strerror}") for i in wanted}
+    results = {}
+    for line in done.stdout.splitlines():
         if line.startswith(_ANSWER):
-            return ProbeResult(**json.loads(line[len(_ANSWER):]))
+            answer = json.loads(line[len(_ANSWER):])
+            hotfix_id = answer.pop("id")
+            results[hotfix_id] = ProbeResult(**answer)
     last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return ProbeResult("cannot-run", f"{python} exited {done.returncode} without an answer: {last}")
+    for missing in set(wanted) - set(results):
+        results[missing] = ProbeResult("cannot-run", f"{python} exited {done.returncode} without an answer: {last}")
+    return results
 
 
-def _probe_source(hotfix: Hotfix) -> str:
-    """The probe as a plain top-level function named ``probe`` (decorator dropped, dedented)."""
+def _probe_source(hotfix: Hotfix, name: str) -> str:
+    """The hotfix's probe as a plain top-level function called ``name`` (decorator dropped, dedented)."""
     source = textwrap.dedent(inspect.getsource(type(hotfix).probe))
     lines = [line for line in source.splitlines() if line.strip() != "@staticmethod"]
+    if not lines[0].startswith("def probe("):
+        raise TypeError(f"{hotfix.id}: probe must be a plain `def probe(module)` staticmethod")
+    lines[0] = lines[0].replace("def probe(", f"def {name}(", 1)
     return "\n".join(lines) + "\n"
