@@ -11,11 +11,9 @@ from __future__ import annotations
 from types import ModuleType
 
 import libcst as cst
-import libcst.matchers as m
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, normalised
+from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, find_all, normalised
 
-_MERGE_CALL = m.Call(func=m.Attribute(attr=m.Name("merge")))
 _CATCH_ALL = {"ValueError", "Exception", "BaseException", "<bare except>"}
 
 
@@ -29,6 +27,12 @@ def _caught(handler: cst.ExceptHandler) -> set[str]:
         node = kind.value if isinstance(kind, cst.Element) else kind
         names.add(node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "?"))
     return names
+
+
+def _tries_around_merge(function: cst.FunctionDef) -> list[cst.Try]:
+    """The ``try:`` statements whose body calls ``<something>.merge(...)``."""
+    return find_all(function, cst.Try, lambda t: bool(find_all(
+        t.body, cst.Call, lambda call: isinstance(call.func, cst.Attribute) and call.func.attr.value == "merge")))
 
 
 def _answers_false(handler: cst.ExceptHandler) -> bool:
@@ -47,7 +51,7 @@ class KvUniformCatchesValueError(Hotfix):
     modules = ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")  # moved in 0.33.0
 
     def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
-        guarded = [t for t in m.findall(function, m.Try()) if m.findall(t.body, _MERGE_CALL)]
+        guarded = _tries_around_merge(function)
         if len(guarded) != 1:
             return Finding(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
         handlers = [h for h in guarded[0].handlers if _answers_false(h)]
@@ -59,7 +63,7 @@ class KvUniformCatchesValueError(Hotfix):
         return Finding(Status.PENDING, "`except AssertionError:` lets ValueError escape")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
-        (guarded,) = [t for t in m.findall(function, m.Try()) if m.findall(t.body, _MERGE_CALL)]
+        (guarded,) = _tries_around_merge(function)
         (anchor,) = guarded.handlers
         fixed = anchor.with_changes(
             type=cst.parse_expression("(AssertionError, ValueError)"),

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from specdraft.patching.catalog import CatalogEntry
 
 # libcst is imported where a file must be parsed, so a status answered from the memo never pays
-# for it (importing libcst and its matchers costs more than half of a cold `status`).
+# for it (importing libcst costs about as much as parsing a large vLLM module).
 
 
 @dataclass

@@ -25,11 +25,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from types import ModuleType
-from typing import ClassVar
+from typing import Callable, ClassVar, TypeVar
 
 import libcst as cst
 
 from specdraft.patching.reports import Status
+
+N = TypeVar("N", bound=cst.CSTNode)
 
 
 @dataclass(frozen=True)
@@ -96,11 +98,31 @@ class Hotfix:
         return self.marker in cst.Module(body=[function]).code
 
 
+def find_all(node: cst.CSTNode, kind: type[N], where: Callable[[N], bool] = lambda _: True) -> list[N]:
+    """Every node of type ``kind`` in ``node``'s subtree (``node`` included) that satisfies ``where``.
+
+    In source order. A plain walk rather than ``libcst.matchers``, whose import alone costs more
+    than parsing a large vLLM module.
+    """
+    found = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, kind) and where(current):
+            found.append(current)
+        pending.extend(reversed(current.children))
+    return found
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
 def normalised(code: str | cst.CSTNode) -> str:
     """A statement or expression's code with formatting and comments removed (its AST dump).
 
     Anchors compare statements by this, so ``x  =  f( a )`` matches ``x = f(a)``.
     """
     if isinstance(code, cst.CSTNode):
-        code = cst.Module(body=[]).code_for_node(code)
+        code = code_of(code)
     return ast.dump(ast.parse(code.strip()))
