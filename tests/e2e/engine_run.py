@@ -39,11 +39,12 @@ def kv_cache_layout(llm):
     return {
         "num_blocks": planned.num_blocks,
         "num_gpu_blocks": llm.llm_engine.vllm_config.cache_config.num_gpu_blocks,
-        "tensor_bytes": sum(tensor.size for tensor in planned.kv_cache_tensors),
-        "tensor_layers": sum(len(tensor.layers) for tensor in planned.kv_cache_tensors),
+        # Every KVCacheTensor places its layers in one backing allocation; its size is the total.
+        "backing_bytes": sorted({tensor.size for tensor in planned.kv_cache_tensors}),
+        "layers_with_memory": sum(len(tensor.layers) for tensor in planned.kv_cache_tensors),
         "scheduler_groups": groups(planned),
         "worker_groups": groups(worker_config),
-        "worker_tensor_bytes": sum(tensor.size for tensor in worker_config.kv_cache_tensors),
+        "worker_backing_bytes": sorted({tensor.size for tensor in worker_config.kv_cache_tensors}),
     }
 
 
@@ -70,6 +71,7 @@ def main():
             max_num_seqs=4,
             enforce_eager=True,
             seed=0,
+            disable_log_stats=False,
             disable_hybrid_kv_cache_manager=spec.get("disable_hybrid", True),
             **options,
         )
@@ -78,6 +80,11 @@ def main():
         outputs = llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in spec["prompts"]], params, use_tqdm=False)
         result["tokens"] = [list(output.outputs[0].token_ids) for output in outputs]
         result["kv_cache"] = kv_cache_layout(llm)
+        result["spec_decode"] = {
+            metric.name.removeprefix("vllm:spec_decode_").removesuffix("_total"): metric.value
+            for metric in llm.get_metrics()
+            if metric.name.startswith("vllm:spec_decode_num_") and hasattr(metric, "value")
+        }
         result["ok"] = True
     except BaseException as error:  # the error itself is the result
         result["error_type"] = type(error).__name__
