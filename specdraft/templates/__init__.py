@@ -8,6 +8,7 @@
 """
 
 from specdraft.templates.check import Finding, check_template, render_matrix
+from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
 from specdraft.templates.rendering import TemplateRenderError, TemplateSourceError, render_chat
 from specdraft.templates.rules import RULES, VARIANTS, Variant
 from specdraft.templates.scenarios import SCENARIOS, Scenario
@@ -15,6 +16,8 @@ from specdraft.templates.shipped import shipped_template
 
 __all__ = [
     "Finding",
+    "PROBE_REQUESTS",
+    "ProbeResult",
     "RULES",
     "SCENARIOS",
     "Scenario",
@@ -23,7 +26,9 @@ __all__ = [
     "VARIANTS",
     "Variant",
     "check_template",
+    "probe_server",
     "render_chat",
     "render_matrix",
+    "scan_message",
     "shipped_template",
 ]

@@ -90,3 +90,20 @@ def check_template(source: str, variant: Variant) -> list[Finding]:
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     return [finding for item in render_matrix(source) for finding in _findings(item, variant)]
+
+
+def detect_variant(source: str) -> Variant:
+    """``"large"`` when the thinking-off generation prompt ends in an empty thought block, else ``"e"``."""
+    from specdraft.templates.rules import EMPTY_THOUGHT
+
+    compile_template(source)
+    try:
+        prompt = render_chat(
+            source,
+            [{"role": "user", "content": "Hi"}],
+            content_format="string",
+            chat_template_kwargs={"enable_thinking": False},
+        )
+    except TemplateRenderError:
+        return "e"
+    return "large" if prompt.endswith(EMPTY_THOUGHT) else "e"
