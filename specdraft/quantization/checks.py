@@ -207,6 +207,17 @@ def _exclusion_findings(info: QuantizationInfo) -> list[Finding]:
                         f"builds it quantized and the BF16 weight will not load",
                 hint=f"add 'model.embed_{part}*' to the exclusions (ignore / exclude_modules)",
             ))
+    for layer in info.kv_shared_layers:
+        q_proj = next((m for m in info.quantized_modules if m.endswith(f"layers.{layer}.self_attn.q_proj")), None)
+        if q_proj and q_proj.replace("q_proj", "k_proj") not in info.quantized_modules:
+            findings.append(Finding(
+                code="kv-shared-qkv-incomplete", severity="warning",
+                message=f"{q_proj} is quantized but its KV-shared layer has no k_proj/v_proj tensors; vLLM fuses "
+                        "q/k/v and takes the max of their global scales, so the missing shards' uninitialised "
+                        "scales reach the q projection (vllm 0.26 modelopt.py process_weights_after_loading)",
+                hint="re-quantize keeping the KV-shared layers' self_attn in BF16 (python -m specdraft quantize does)",
+            ))
+            break
     if "lm_head" in info.quantized_modules:
         findings.append(Finding(
             code="lm-head-quantized", severity="warning",

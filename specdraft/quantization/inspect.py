@@ -122,6 +122,8 @@ class QuantizationInfo(BaseModel):
     """Modules whose weight is stored quantized (packed U8/I32, FP8, INT8), from the safetensors headers."""
     multimodal_parts: tuple[str, ...] = ()
     """``vision`` / ``audio`` when config.json declares those towers."""
+    kv_shared_layers: tuple[int, ...] = ()
+    """Decoder layers that read another layer's KV cache (Gemma 4 E2B/E4B ``num_kv_shared_layers``)."""
     raw: dict[str, Any] = {}
     """The quantization block vLLM reads, as found."""
     legacy_file: dict[str, Any] | None = None
@@ -167,6 +169,7 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
         "tensor_dtypes": dtype_counts(index),
         "quantized_modules": quantized_modules(index),
         "multimodal_parts": tuple(part for part in ("vision", "audio") if config.get(f"{part}_config")),
+        "kv_shared_layers": kv_shared_layers(config.get("text_config") or config),
         "raw": block,
         "legacy_file": legacy,
     }
@@ -190,6 +193,13 @@ def quantized_modules(index: dict[str, TensorEntry]) -> tuple[str, ...]:
         if leaf == "weight_packed" or (leaf == "weight" and entry.dtype in _QUANTIZED_DTYPES):
             modules.add(module)
     return tuple(sorted(modules))
+
+
+def kv_shared_layers(text_config: dict[str, Any]) -> tuple[int, ...]:
+    """Indices of the layers that reuse an earlier layer's KV cache (the last ``num_kv_shared_layers``)."""
+    layers = int(text_config.get("num_hidden_layers") or 0)
+    shared = int(text_config.get("num_kv_shared_layers") or 0)
+    return tuple(range(layers - shared, layers)) if shared and layers else ()
 
 
 def _is_modelopt_file(block: dict[str, Any]) -> bool:
