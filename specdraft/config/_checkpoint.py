@@ -251,10 +251,11 @@ def _looks_like_path(ref: str) -> bool:
     return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
 
 
-def _hf_cache_snapshot(repo_id: str, revision: str | None) -> Path | None:
+def _hf_cache_snapshot(repo_id: str, revision: str | None, hf_cache: Path | None) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision,
+                                   cache_dir=str(hf_cache) if hf_cache else None)
     return Path(found).parent if isinstance(found, str) else None
 
 
@@ -274,15 +275,18 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
     )
 
 
-def inspect_checkpoint(ref: str, *, revision: str | None = None) -> Checkpoint:
-    """Facts about ``ref`` (local directory or repo id), reading metadata only, never the network."""
+def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path | None = None) -> Checkpoint:
+    """Facts about ``ref`` (local directory or repo id), reading metadata only, never the network.
+
+    ``hf_cache`` is the hub cache directory (default: huggingface_hub's, which honours ``HF_HUB_CACHE``).
+    """
     local = Path(ref).expanduser()
     if local.is_dir():
         return _from_directory(ref, local, "local")
     if _looks_like_path(ref):
         return Checkpoint(ref=ref, source="unknown", path=local, config={},
                           notes=(f"{ref}: no such directory",))
-    snapshot = _hf_cache_snapshot(ref, revision)
+    snapshot = _hf_cache_snapshot(ref, revision, hf_cache)
     if snapshot is not None:
         return _from_directory(ref, snapshot, "hf-cache")
     facts = find_shape_facts(ref)

@@ -1,0 +1,8 @@
+"""Launching a checked plan: preflight report, hotfix step, ``docker run`` rendering, exec of
+``vllm serve``, and the tiny-pair demo. The plan itself comes from ``specdraft.config``."""
+
+from specdraft.launch._docker import docker_argv, docker_command
+from specdraft.launch._preflight import apply_hotfixes, render_report
+from specdraft.launch._serve import exec_serve, vllm_executable
+
+__all__ = ["apply_hotfixes", "docker_argv", "docker_command", "exec_serve", "render_report", "vllm_executable"]
