@@ -371,7 +371,8 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     return LaunchPlan(
         request=request, serve=serve, speculative=speculative, findings=findings, memory=memory,
         target=target.summary(), draft=draft.summary(),
-        vllm={"python": vllm.python, "version": vllm.version, "root": str(vllm.root) if vllm.root else None,
+        vllm={"python": vllm.python, "version": vllm.version, "distribution": vllm.distribution,
+              "root": str(vllm.root) if vllm.root else None,
               "note": vllm.note, "hotfixes": [h.__dict__ for h in vllm.hotfixes] if vllm.hotfixes else None},
         template={"path": str(template_path) if template_path else None, "variant": target.template_variant,
                   "note": template_note},
