@@ -24,6 +24,7 @@ Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
 SPECIAL_TOKEN_NAMES = ("<bos>", "<eos>", "<pad>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>",
                        "<|tool_call>", "<tool_call|>")
 BF16_BYTES = 2
+VALIDATED_MODELOPT = "modelopt"
 # NVFP4: 4-bit weights plus one FP8 scale per 16 weights.
 NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
 
@@ -48,6 +49,10 @@ class Quantization:
     algo: str | None = None
     kv_cache: str | None = None
     basis: str = ""
+    accepted: tuple[str, ...] = ()
+    """Every ``--quantization`` value vLLM accepts for it, when known."""
+    info: object | None = None
+    """specdraft.quantization's full reading (a QuantizationInfo), for its own checks."""
 
 
 @dataclass(frozen=True)
@@ -186,19 +191,24 @@ def _safetensors_bytes(directory: Path) -> int | None:
 
 
 def _quantization(directory: Path, config: dict) -> Quantization:
-    """The checkpoint's quantization method, from config.json or hf_quant_config.json."""
+    """The checkpoint's quantization: specdraft.quantization's reader, else config.json / hf_quant_config.json."""
     try:
         from specdraft.quantization import read_quantization
     except ImportError:
         read_quantization = None
     if read_quantization is not None:
-        info = read_quantization(directory)
-        return Quantization(
-            method=getattr(info, "method", None),
-            algo=getattr(info, "scheme", None),
-            kv_cache=getattr(info, "kv_cache_quantization", None),
-            basis="specdraft.quantization",
-        )
+        from specdraft.errors import UserError
+
+        try:
+            info = read_quantization(directory)
+        except UserError as err:
+            return Quantization(method=None, basis=f"unreadable quantization metadata: {err.message}")
+        if info is None:
+            return Quantization(method=None, basis="no quantization metadata")
+        # The user's validated spelling for ModelOpt checkpoints is `modelopt`; vLLM resolves NVFP4 from it.
+        method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
+        return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
+                            basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)
     embedded = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
     if embedded:
         return Quantization(

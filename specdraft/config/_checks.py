@@ -69,6 +69,8 @@ class PairFacts:
     template_findings: tuple[Finding, ...] = field(default_factory=tuple)
     template_note: str = ""
     language_model_only: bool = False
+    compute_capability: tuple[int, int] | None = None
+    """The GPU's, from the profile; quantization kernels depend on it."""
 
 
 def _ok(check: str, message: str) -> Finding:
@@ -249,25 +251,54 @@ def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, 
     return _ok("multimodal-target", f"multimodal target accepted by vLLM {vllm.version} ({vllm.multimodal_basis})")
 
 
+_SEVERITY_TO_LEVEL = {"error": "error", "warning": "warning", "info": "info", "ok": "ok"}
+
+
+def _reader_findings(role: str, checkpoint: Checkpoint, given: str | None,
+                     compute_capability: tuple[int, int] | None) -> list[Finding] | None:
+    """specdraft.quantization's own checks of a checkpoint it has read; None when they are not available."""
+    info = checkpoint.quantization.info
+    if info is None:
+        return None
+    try:
+        from specdraft.quantization import check_quantization as check_checkpoint_quantization
+    except ImportError:
+        return None
+    return [Finding(level=_SEVERITY_TO_LEVEL.get(str(f.severity), "warning"), check="quantization",
+                    message=f"{role}: {f.message}", hint=f.hint)
+            for f in check_checkpoint_quantization(info, declared=given, compute_capability=compute_capability)]
+
+
 def check_quantization(target: Checkpoint, draft: Checkpoint | None, target_flag: str | None,
-                       draft_field: str | None) -> Finding:
-    problems = []
+                       draft_field: str | None, compute_capability: tuple[int, int] | None = None) -> list[Finding]:
+    """The quantization each model is served with against what its checkpoint declares."""
+    findings: list[Finding] = []
     for role, checkpoint, given in (("target", target, target_flag), ("draft", draft, draft_field)):
         if checkpoint is None or not checkpoint.is_known:
             continue
         found = checkpoint.quantization.method
         where = "--quantization" if role == "target" else "speculative_config.quantization"
-        if found and given and given != found:
-            problems.append(f"{role} checkpoint is {found} ({checkpoint.quantization.basis}) but {where} is {given}")
-        elif found and not given:
-            problems.append(f"{role} checkpoint is {found} but {where} is not set")
+        if found and not given:
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{role} checkpoint is {found} but {where} is not set",
+                                    hint=f"drop the override so specdraft sets {where} {found}"))
+            continue
+        delegated = _reader_findings(role, checkpoint, given, compute_capability)
+        if delegated is not None:
+            findings += [f for f in delegated if f.level != "ok"]
+        elif found and given and given != found:
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{role} checkpoint is {found} ({checkpoint.quantization.basis}) but "
+                                            f"{where} is {given}",
+                                    hint=f"drop the override so specdraft sets {where} {found}"))
         elif given and not found and checkpoint.source != "shape-facts":
-            problems.append(f"{where} is {given} but the {role} checkpoint has no quantization metadata")
-    if problems:
-        return Finding(level="error", check="quantization", message="; ".join(problems),
-                       hint="drop --quantization/--draft-quantization so specdraft takes them from the checkpoints")
-    parts = [f"{r} {q or 'unquantized'}" for r, q in (("target", target_flag), ("draft", draft_field))]
-    return _ok("quantization", ", ".join(parts))
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{where} is {given} but the {role} checkpoint has no quantization "
+                                            "metadata", hint="drop the quantization override"))
+    if not any(f.level in ("warning", "error") for f in findings):
+        parts = [f"{r} {q or 'unquantized'}" for r, q in (("target", target_flag), ("draft", draft_field))]
+        findings.insert(0, _ok("quantization", ", ".join(parts)))
+    return findings
 
 
 def check_chat_template(facts: PairFacts) -> Finding:
@@ -325,6 +356,7 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
-    findings.append(check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization))
+    findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,
+                                   facts.compute_capability)
     findings.append(check_chat_template(facts))
     return findings

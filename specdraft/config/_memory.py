@@ -36,6 +36,8 @@ class GpuProfile(BaseModel):
     utilization_reason: str
     runtime_reserve_bytes: int
     """Estimated non-weight, non-KV memory: CUDA context, CUDA graphs, activations, sampler."""
+    compute_capability: tuple[int, int]
+    """CUDA compute capability; which NVFP4/FP8 kernels exist depends on it."""
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -43,15 +45,17 @@ PROFILES: dict[str, GpuProfile] = {
         name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=128 * 10**9,
         gpu_memory_utilization=0.80,
         utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark value",
-        runtime_reserve_bytes=4 * GIB,
+        runtime_reserve_bytes=4 * GIB, compute_capability=(12, 1),
     ),
     "h100": GpuProfile(
         name="h100", device="NVIDIA H100 80 GB", total_bytes=81559 * 2**20, gpu_memory_utilization=0.90,
         utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
+        compute_capability=(9, 0),
     ),
     "h200": GpuProfile(
         name="h200", device="NVIDIA H200 141 GB", total_bytes=143771 * 2**20, gpu_memory_utilization=0.90,
         utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
+        compute_capability=(9, 0),
     ),
 }
 

@@ -149,15 +149,16 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     else:
         try:
             install = locate(python=python, vllm_root=vllm_root)
-            version, root = install.version, Path(install.path)
+            version, root = install.version, Path(install.package_dir)
             distribution = getattr(install, "distribution", None)
             if want_hotfixes:
                 hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
                                              detail=r.detail or "") for r in status(install))
         except UserError as err:
             note = hotfix_note = err.message
-    if root is None and vllm_root is not None and (Path(vllm_root) / "engine").is_dir():
-        root = Path(vllm_root)
+    if root is None and vllm_root is not None:
+        candidate = Path(vllm_root) if (Path(vllm_root) / "engine").is_dir() else Path(vllm_root) / "vllm"
+        root = candidate if (candidate / "engine").is_dir() else None
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)
     return VllmFacts(
@@ -362,6 +363,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         template_findings=tuple(f for f in template_findings if f.message), template_note=template_note,
         language_model_only=serve.flag("--language-model-only") is not None
         or "--language-model-only" in request.extra_args,
+        compute_capability=profile.compute_capability,
     )
     findings = check_pair(facts) + version_findings
     if template_findings and request.allow_leaky_template:

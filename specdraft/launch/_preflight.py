@@ -26,7 +26,7 @@ def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
     progress(f"applying {', '.join(pending)} to vLLM {plan.vllm.get('version')} ({python or plan.vllm.get('root')})")
     install = locate(python=python, vllm_root=None if python else plan.request.vllm_root)
     reports = apply(install, only=pending)
-    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in ("applied", "fixed-upstream")]
+    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in ("applied", "fixed-upstream", "not-applicable")]
     if failed:
         raise UserError(f"hotfix {failed[0].id} not applied: {failed[0].detail}",
                         hint=f"python -m specdraft patch status --python {python}")

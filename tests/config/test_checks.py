@@ -131,14 +131,14 @@ def test_shipped_table_decides_by_version_range():
 
 def test_quantization_flag_that_contradicts_the_checkpoint_is_an_error(checkpoint_dir, facts):
     target = inspect_checkpoint(str(checkpoint_dir("t", "nvidia/Gemma-4-31B-IT-NVFP4")))
-    finding = check_quantization(target, None, "compressed-tensors", None)
+    (finding,) = check_quantization(target, None, "compressed-tensors", None)
     assert finding.level == "error"
     assert finding.message == ("target checkpoint is modelopt (config.json quantization_config) but --quantization "
                                "is compressed-tensors")
 
 
 def test_quantized_draft_without_its_quantization_is_an_error(facts):
-    finding = check_quantization(facts("google/gemma-4-31B-it"), facts("mikeytag/gemma-4-E2B-it-NVFP4"), None, None)
+    (finding,) = check_quantization(facts("google/gemma-4-31B-it"), facts("mikeytag/gemma-4-E2B-it-NVFP4"), None, None)
     assert finding.message == "draft checkpoint is modelopt but speculative_config.quantization is not set"
 
 
