@@ -320,6 +320,9 @@ def check_chat_template(facts: PairFacts) -> Finding:
                        message=f"{facts.template_path} is the {facts.template_variant!r} variant but target "
                                f"{facts.target.ref} needs {variant!r} (the thinking-off generation prompt differs)",
                        hint=f"drop --chat-template to use specdraft's {variant!r} template")
+    unchecked = [f for f in facts.template_findings if f.level == "warning"]
+    if unchecked:
+        return unchecked[0]
     return _ok("chat-template", f"{facts.template_path} ({variant} variant)")
 
 

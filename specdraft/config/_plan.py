@@ -23,6 +23,7 @@ from specdraft.config._memory import PROFILES, MemoryPlan, ProfileName, plan_mem
 from specdraft.config._multimodal import multimodal_verdict
 from specdraft.config._serve_plan import ServeFlag, ServePlan
 from specdraft.config._speculative import SpeculativeConfig, SpeculativeMethod
+from specdraft.config._template_choice import choose_template
 from specdraft.config._vllm_flags import read_vllm_arguments
 
 DEFAULT_MAX_MODEL_LEN = 131072
@@ -170,35 +171,6 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     )
 
 
-def _template(request: LaunchRequest, target: Checkpoint) -> tuple[Path | None, str, list[Finding]]:
-    """The template to pass, a note when there is none, and the template checker's findings."""
-    variant = target.template_variant
-    try:
-        from specdraft.templates import check_template, shipped_template
-    except ImportError:
-        check_template = shipped_template = None
-    if request.chat_template is not None:
-        path = Path(request.chat_template).expanduser()
-        if not path.is_file():
-            from specdraft.errors import UserError
-
-            raise UserError(f"--chat-template {path}: no such file", hint="pass an existing template, or drop "
-                            "--chat-template to use specdraft's own")
-    elif shipped_template is not None:
-        path = Path(shipped_template(variant))
-    else:
-        return None, "specdraft.templates is not in this build", []
-    if check_template is None:
-        return path, "", [Finding(level="warning", check="chat-template",
-                                  message=f"{path} not checked: specdraft.templates is not in this build")]
-    findings = []
-    for item in check_template(path.read_text(), variant):
-        level = str(getattr(item, "level", getattr(item, "severity", "error")))
-        findings.append(Finding(level=level if level in ("ok", "info", "warning", "error") else "error",
-                                check="chat-template", message=str(getattr(item, "message", item))))
-    return path, "", findings
-
-
 def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[SpeculativeConfig, str]:
     method, why = request.method, ""
     if method is None and draft.is_assistant:
@@ -343,7 +315,8 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
                            max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None)
 
     max_model_len, max_len_reason, memory, lowered_from = _max_model_len(request, target, draft, memory_at)
-    template_path, template_note, template_findings = _template(request, target)
+    template = choose_template(request.chat_template, target.template_variant)
+    template_path = template.path
     is_mm_refused = (target.is_known and target.is_multimodal and vllm.accepts_multimodal_target is False
                      and (speculative.method or "draft_model") == "draft_model"
                      and "--language-model-only" in vllm.multimodal_workaround)
@@ -359,14 +332,14 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         max_model_len=max_model_len,
         target_quantization=serve.flag("--quantization").value if serve.flag("--quantization") else None,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None, hotfix_mode=request.hotfixes,
-        vllm=vllm, template_path=template_path, template_variant=target.template_variant if template_path else None,
-        template_findings=tuple(f for f in template_findings if f.message), template_note=template_note,
+        vllm=vllm, template_path=template_path, template_variant=template.variant,
+        template_findings=template.findings, template_note=template.note,
         language_model_only=serve.flag("--language-model-only") is not None
         or "--language-model-only" in request.extra_args,
         compute_capability=profile.compute_capability,
     )
     findings = check_pair(facts) + version_findings
-    if template_findings and request.allow_leaky_template:
+    if template.findings and request.allow_leaky_template:
         findings = [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
                     if f.check == "chat-template" and f.level == "error" else f for f in findings]
     findings.append(_memory_finding(memory, request, lowered_from))
@@ -376,6 +349,6 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         vllm={"python": vllm.python, "version": vllm.version, "distribution": vllm.distribution,
               "root": str(vllm.root) if vllm.root else None,
               "note": vllm.note, "hotfixes": [h.__dict__ for h in vllm.hotfixes] if vllm.hotfixes else None},
-        template={"path": str(template_path) if template_path else None, "variant": target.template_variant,
-                  "note": template_note},
+        template={"path": str(template_path) if template_path else None, "variant": template.variant,
+                  "needed_variant": target.template_variant, "note": template.note},
     )

@@ -59,7 +59,7 @@ def test_assistant_draft_gets_method_mtp_and_keeps_the_hybrid_manager():
 
 def test_e_series_target_gets_the_e_template_variant():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-E4B-it", draft="google/gemma-4-E2B-it"))
-    assert plan.template["variant"] == "e"
+    assert plan.template["needed_variant"] == "e"
 
 
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
