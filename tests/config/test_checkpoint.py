@@ -30,7 +30,7 @@ def test_hf_quant_config_json_means_modelopt(tmp_path):
                                  hf_quant_config={"producer": {"name": "modelopt"},
                                                   "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}})
     quantization = inspect_checkpoint(str(directory)).quantization
-    assert (quantization.method, quantization.algo, quantization.kv_cache) == ("modelopt", "NVFP4", "FP8")
+    assert (quantization.method, quantization.algo, str(quantization.kv_cache).lower()) == ("modelopt", "NVFP4", "fp8")
 
 
 def test_llm_compressor_checkpoint_means_compressed_tensors(tmp_path):

@@ -10,7 +10,7 @@ from specdraft.config._checks import (
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
     check_special_tokens, check_vllm, check_vocab_size,
 )
-from tests.config.conftest import gemma_tokenizer_config
+from tests.config.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
 
 
 @pytest.fixture
@@ -129,12 +129,22 @@ def test_shipped_table_decides_by_version_range():
     assert accepted.accepts is True and accepted.basis.startswith("shipped table: >=0.21.0,<0.34.0")
 
 
-def test_quantization_flag_that_contradicts_the_checkpoint_is_an_error(checkpoint_dir, facts):
-    target = inspect_checkpoint(str(checkpoint_dir("t", "nvidia/Gemma-4-31B-IT-NVFP4")))
-    (finding,) = check_quantization(target, None, "compressed-tensors", None)
-    assert finding.level == "error"
-    assert finding.message == ("target checkpoint is modelopt (config.json quantization_config) but --quantization "
-                               "is compressed-tensors")
+def test_quantization_flag_that_contradicts_the_checkpoint_is_an_error(tmp_path):
+    config = shipped_config("google/gemma-4-E4B-it")
+    config["quantization_config"] = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+                                     "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                         "num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                         "group_size": 16}}}}
+    target = inspect_checkpoint(str(write_checkpoint(tmp_path / "ct", config)))
+    findings = check_quantization(target, None, "modelopt", None)
+    errors = [f for f in findings if f.level == "error"]
+    assert errors and "compressed-tensors" in errors[0].message and "modelopt" in errors[0].message
+
+
+def test_quantization_flag_for_an_unquantized_checkpoint_is_an_error(checkpoint_dir):
+    target = inspect_checkpoint(str(checkpoint_dir("t", "google/gemma-4-31B-it")))
+    (finding,) = check_quantization(target, None, "modelopt", None)
+    assert finding.level == "error" and "no quantization metadata" in finding.message
 
 
 def test_quantized_draft_without_its_quantization_is_an_error(facts):
