@@ -71,7 +71,7 @@ class KvSharingUniformSpecs(Hotfix):
     function = "add_kv_sharing_layers_to_kv_cache_groups"
     modules = ("vllm.v1.worker.utils",)
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
         loops = _anchor_loops(function)
         if len(loops) != 1:
             return Finding(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")

@@ -118,7 +118,7 @@ def status(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRe
         if not _version_in_range(install.version, entry.versions):
             reports.append(_report(install, _assess(tree, entry)))
             continue
-        files = tree.declaring_files(entry)
+        files = tree.declaring_files(entry) + [p for p in map(tree.file_of, entry.context) if p.is_file()]
         key = memo.key(entry.sha256, install.root, files)
         known = memo.get(key)
         if known is None:
@@ -301,7 +301,8 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
         return _Assessment(entry, Status.DRIFTED, f"{entry.function}() is defined {len(sites)} times ({where}): ambiguous")
     ((path, function),) = sites
     hotfix = entry.load()
-    finding = hotfix.inspect(function, tree.parse(path))
+    context = {name: tree.parse(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
+    finding = hotfix.inspect(function, tree.parse(path), context)
     status_now, detail = finding.status, finding.detail
     if status_now is Status.APPLIED and not hotfix.has_marker(function):
         status_now = Status.FIXED_UPSTREAM

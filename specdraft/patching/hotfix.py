@@ -12,7 +12,9 @@ The contract between a hotfix and the engine:
 - ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
   ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
   tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
-  module, to check what the edit relies on there (an import, say);
+  module, to check what the edit relies on there (an import, say), and the parsed ``context``
+  modules (None when absent), code elsewhere that decides whether the edit is right (what a called
+  function raises, say);
 - ``rewrite`` returns the edited function, and must put ``self.marker`` in a comment of the code
   it adds; it is only called on a function ``inspect`` found ``PENDING``;
 - ``probe(module)`` runs in the *target* interpreter (its source is shipped there, so it may only
@@ -23,9 +25,9 @@ The contract between a hotfix and the engine:
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Callable, ClassVar, TypeVar
+from typing import Callable, ClassVar, Mapping, TypeVar
 
 import libcst as cst
 
@@ -54,6 +56,8 @@ class Fixture:
     before: str
     status: Status
     after: str | None = None
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Source of the hotfix's ``context`` modules in this fixture, by dotted name."""
 
 
 class Hotfix:
@@ -72,6 +76,8 @@ class Hotfix:
     """Name of the top-level function the edit lives in."""
     modules: ClassVar[tuple[str, ...]]
     """Dotted modules where ``function`` is expected, most recent home first."""
+    context: ClassVar[tuple[str, ...]] = ()
+    """Dotted modules whose code decides whether the edit is right; ``inspect`` gets them parsed."""
     fixtures: ClassVar[tuple[Fixture, ...]] = ()
 
     @property
@@ -79,8 +85,9 @@ class Hotfix:
         """The comment text that identifies code we added."""
         return f"specdraft-hotfix: {self.id}"
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
-        """Where the function stands; ``module`` is the whole module, for what the edit relies on."""
+    def inspect(self, function: cst.FunctionDef, module: cst.Module,
+                context: Mapping[str, cst.Module | None]) -> Finding:
+        """Where the function stands; ``module`` is its whole module, ``context`` the ``context`` modules."""
         raise NotImplementedError
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
