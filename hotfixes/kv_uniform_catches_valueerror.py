@@ -85,12 +85,12 @@ class KvUniformCatchesValueError(Hotfix):
     title = "is_kv_cache_spec_uniform answers False instead of letting ValueError escape from merge"
     why = (
         "FullAttentionSpec.merge raises ValueError (merge_window_sizes) for different sliding windows, "
-        "and the function catches only AssertionError; no upstream fix yet (see vllm PR 55187, open)"
+        "and the function catches only AssertionError; not fixed upstream as of 0.33.0 (open vllm PR 55187 "
+        "would change what merge raises: status then reports drifted)"
     )
     versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
     function = "is_kv_cache_spec_uniform"
     modules = ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")  # moved in 0.33.0
-
     context = ("vllm.v1.kv_cache_interface",)  # where merge lives: what it raises decides what must be caught
 
     def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:

@@ -315,21 +315,30 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
 
 
 def _top_level_functions(body, name: str) -> list[cst.FunctionDef]:
-    """Module-level ``def name`` nodes, including those under a top-level if/try/with."""
+    """Module-level ``def name`` nodes, including those in the blocks of a top-level if/try/with."""
     import libcst as cst
 
     found = []
     for statement in body:
-        if isinstance(statement, cst.FunctionDef):
-            if statement.name.value == name:
-                found.append(statement)
-        elif isinstance(statement, (cst.If, cst.Else, cst.With, cst.Try, cst.ExceptHandler, cst.Finally)):
-            found += _top_level_functions(statement.body.body, name)
-            for branch in ("orelse", "handlers", "finalbody"):
-                nested = getattr(statement, branch, None)
-                for part in nested if isinstance(nested, (tuple, list)) else [nested] if nested else []:
-                    found += _top_level_functions([part], name)
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            found.append(statement)
+        elif isinstance(statement, (cst.If, cst.Try, cst.With)):
+            for block in _blocks_of(statement):
+                found += _top_level_functions(block.body, name)
     return found
+
+
+def _blocks_of(statement) -> list:
+    """The indented blocks of a compound statement: body, elif/else, except, finally."""
+    import libcst as cst
+
+    blocks = [statement.body]
+    if isinstance(statement, cst.If) and statement.orelse is not None:
+        blocks += _blocks_of(statement.orelse) if isinstance(statement.orelse, cst.If) else [statement.orelse.body]
+    if isinstance(statement, cst.Try):
+        blocks += [handler.body for handler in statement.handlers]
+        blocks += [part.body for part in (statement.orelse, statement.finalbody) if part is not None]
+    return blocks
 
 
 def _rewrite(module: cst.Module, entry: CatalogEntry) -> cst.Module:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.patching import Outcome, Status, apply, diff, locate, revert, status, verify
+from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
 
 from .conftest import RELEASE_WITHOUT_GEMMA4, SUPPORTED_RELEASES
 
