@@ -70,10 +70,13 @@ def test_path_prints_the_shipped_template():
 def test_the_wheel_ships_both_templates(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    for name in ("specdraft", "chat_templates"):
-        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    # build from a copy of what a clean clone holds, so the checkout gains no build/ or egg-info
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        if (REPO / name).exists():
+            shutil.copy(REPO / name, source / name)
+    for name in ("specdraft", "chat_templates", "hotfixes"):
+        if (REPO / name).exists():
+            shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
         check=True, capture_output=True,
