@@ -9,10 +9,6 @@ regex govern the thought too; it changes nothing in how the output is parsed.
 
 import contextlib
 import json
-import os
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -20,7 +16,8 @@ import pytest
 
 from specdraft.templates import SCENARIOS, TemplateRenderError, probe_server, render_chat, shipped_template
 from specdraft.templates.probe import ProbeRequest
-from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env
+from specdraft.testbed import build_tiny_pair, serve_tiny_pair
+from specdraft.testbed.serve import SERVED_MODEL_NAME
 from specdraft.testbed.vllm_env import cache_root
 
 pytestmark = pytest.mark.e2e
@@ -32,6 +29,7 @@ LAUNCHER_FLAGS = [
     "--chat-template-content-format", "openai",
     "--default-chat-template-kwargs", json.dumps({"enable_thinking": False}),
 ]
+MODEL = SERVED_MODEL_NAME
 STEERING_FLAGS = ["--structured-outputs-config", json.dumps({"enable_in_reasoning": True})]
 
 
@@ -41,42 +39,15 @@ def thinks_only_when_asked(request) -> dict:
     return {"structured_outputs": {"regex": regex}, "bad_words": ["<"]}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def served_tiny_target(flags: list[str], log: Path):
-    python = ensure_vllm_cpu_env()
-    target = build_tiny_pair(cache_root() / "tiny-pairs").target
-    port = _free_port()
-    command = [
-        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target), "--served-model-name", "tiny",
-        "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048", "--enforce-eager", *flags,
-    ]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    with open(log, "w") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline:
-            assert server.poll() is None, f"vllm exited early:\n{log.read_text()[-3000:]}"
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                    break
-            time.sleep(2)
-        else:
-            pytest.fail(f"vllm did not come up in 400 s:\n{log.read_text()[-3000:]}")
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    """The tiny target alone (no draft: a leak probe needs no speculation) in the shared vllm-cpu venv."""
+    with serve_tiny_pair(pair=tiny_pair(), speculative=False, extra_args=flags, log_path=log) as served:
+        yield served.base_url
+
+
+def tiny_pair():
+    return build_tiny_pair(cache_root() / "tiny")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +64,7 @@ def server_without_reasoning_parser(tmp_path_factory):
 
 
 def test_probe_catches_a_server_without_the_gemma4_reasoning_parser(server_without_reasoning_parser):
-    results = probe_server(server_without_reasoning_parser, "tiny", max_tokens=48, extra_body_for=thinks_only_when_asked)
+    results = probe_server(server_without_reasoning_parser, MODEL, max_tokens=48, extra_body_for=thinks_only_when_asked)
     thinking = [r for r in results if r.request == "thinking-on"]
     assert [r.stream for r in thinking] == [False, True]
     for result in thinking:
@@ -104,7 +75,7 @@ def test_probe_catches_a_server_without_the_gemma4_reasoning_parser(server_witho
 
 
 def test_probe_passes_a_server_started_with_the_launcher_flags(launcher_server):
-    results = probe_server(launcher_server, "tiny", max_tokens=48, extra_body_for=thinks_only_when_asked)
+    results = probe_server(launcher_server, MODEL, max_tokens=48, extra_body_for=thinks_only_when_asked)
     assert [r for r in results if not r.ok] == []
     thinking = [r for r in results if r.request == "thinking-on"]
     # the thought was really produced and went where it belongs
@@ -119,7 +90,7 @@ def test_probe_catches_vllm_streaming_an_unrequested_thought_into_content(launch
         return {"structured_outputs": {"regex": THOUGHT_THEN_ANSWER}, "bad_words": ["<"]}
 
     off = [ProbeRequest("thinking-off", "thinking off", [{"role": "user", "content": "Hi"}], None, {"enable_thinking": False})]
-    plain, streamed = probe_server(launcher_server, "tiny", max_tokens=48, extra_body_for=always_thinks, requests=tuple(off))
+    plain, streamed = probe_server(launcher_server, MODEL, max_tokens=48, extra_body_for=always_thinks, requests=tuple(off))
     assert plain.ok and plain.reasoning.strip()
     assert {"<|channel>", "<channel|>"} <= {leak.marker for leak in streamed.leaks}
 
@@ -138,13 +109,13 @@ def _as_chat_endpoint_sees_it(messages):
 def test_vllm_renders_every_scenario_exactly_as_specdraft_does(launcher_server):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(build_tiny_pair(cache_root() / "tiny-pairs").target)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_pair().target)
     source = shipped_template("large").read_text()
     root = launcher_server.removesuffix("/v1")
     compared = 0
     for scenario in SCENARIOS:
         body = {
-            "model": "tiny",
+            "model": MODEL,
             "messages": _as_chat_endpoint_sees_it(scenario.messages),
             "add_generation_prompt": scenario.add_generation_prompt,
             "chat_template_kwargs": dict(scenario.chat_template_kwargs),
