@@ -135,7 +135,7 @@ def plan_quantization(
         available_bytes = _available_bytes(device)
     if required > available_bytes:
         raise RefusedError(
-            f"quantizing {model_dir.name} ({parameters / 1e9:.2f}B parameters, {bf16_bytes / 1024**3:.1f} GiB in BF16) "
+            f"quantizing {model_dir.name} ({parameters:,} parameters, {bf16_bytes / 1024**3:.1f} GiB in BF16) "
             f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
             hint="run it on a machine with more memory (or a GPU: --device cuda)",
         )
@@ -180,7 +180,7 @@ def quantize_draft(
     if not sequences:
         raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
 
-    progress(f"loading {plan.model_dir} ({plan.parameters / 1e9:.2f}B parameters) on {plan.device}")
+    progress(f"loading {plan.model_dir} ({plan.parameters:,} parameters) on {plan.device}")
     model_class = getattr(transformers, plan.architecture)
     model = model_class.from_pretrained(plan.model_dir, dtype=torch.bfloat16).to(plan.device).eval()
     seconds["load"] = time.perf_counter() - started
