@@ -85,7 +85,7 @@ def tiny_multimodal_draft(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def nvfp4_text_export(tiny_text_draft, tmp_path_factory):
     plan = plan_quantization(tiny_text_draft, "nvfp4")
-    return quantize_draft(plan, tmp_path_factory.mktemp("out") / "nvfp4", calib="random-tokens", progress=lambda _: None)
+    return quantize_draft(plan, tmp_path_factory.mktemp("out") / "nvfp4", calib="random-tokens", samples=2, progress=lambda _: None)
 
 
 def tensor_dtypes(directory: Path) -> dict[str, str]:
@@ -156,7 +156,7 @@ def test_export_config_json_and_hf_quant_config_agree(nvfp4_text_export):
 ])
 def test_other_schemes_export_what_vllm_expects(tiny_text_draft, tmp_path, scheme, algo, weight_dtype, activation_bits):
     plan = plan_quantization(tiny_text_draft, scheme)
-    result = quantize_draft(plan, tmp_path / scheme, calib="random-tokens", progress=lambda _: None)
+    result = quantize_draft(plan, tmp_path / scheme, calib="random-tokens", samples=2, progress=lambda _: None)
     info = result.info
     assert (info.quant_algo, info.scheme, info.activation_bits) == (algo, scheme, activation_bits)
     assert tensor_dtypes(result.out_dir)["model.layers.0.mlp.up_proj.weight"] == weight_dtype
@@ -165,7 +165,7 @@ def test_other_schemes_export_what_vllm_expects(tiny_text_draft, tmp_path, schem
 
 def test_multimodal_draft_keeps_towers_and_projections_bf16(tiny_multimodal_draft, tmp_path):
     result = quantize_draft(plan_quantization(tiny_multimodal_draft, "nvfp4"), tmp_path / "mm", calib="random-tokens",
-                            progress=lambda _: None)
+                            samples=2, progress=lambda _: None)
     info = result.info
     dtypes = tensor_dtypes(result.out_dir)
     towers = [name for name in dtypes if name.startswith(("model.vision_tower", "model.audio_tower", "model.embed_"))]
@@ -205,11 +205,12 @@ def test_plan_refuses_an_already_quantized_checkpoint(nvfp4_text_export):
 
 def test_cli_quantizes_and_prints_the_vllm_quantization(tiny_text_draft, tmp_path, capsys):
     out = tmp_path / "cli-draft"
-    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(out), "--calib", "random-tokens", "--json"])
+    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(out), "--calib", "random-tokens",
+                 "--calib-samples", "2", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["quantization"]["vllm_quantization"] == "modelopt_fp4"
-    assert report["calibration"] == {"sequences": 8, "tokens": 8 * 64}
+    assert report["calibration"] == {"sequences": 2, "tokens": 2 * 64}
     assert read_quantization(out).scheme == "nvfp4"
 
 
@@ -226,8 +227,9 @@ def test_builtin_calibration_uses_the_chat_template_and_ships_the_tokenizer(tiny
 
     plan = plan_quantization(tiny_text_draft_with_tokenizer, "nvfp4")
     lines = []
-    result = quantize_draft(plan, tmp_path / "draft", calib="builtin", progress=lines.append)
-    assert result.calibration_sequences == len(BUILTIN_SAMPLES)
+    result = quantize_draft(plan, tmp_path / "draft", calib="builtin", samples=3, progress=lines.append)
+    assert result.calibration_sequences == 3
+    assert len(BUILTIN_SAMPLES) >= 24
     assert lines[0].startswith(f"loading {tiny_text_draft_with_tokenizer}")
     assert {"tokenizer.json", "tokenizer_config.json"} <= {p.name for p in result.out_dir.iterdir()}
     from transformers import AutoTokenizer
