@@ -50,6 +50,14 @@ def compressed_tensors_draft(tiny_pair, tmp_path_factory) -> Path:
     return directory
 
 
+def test_export_keeps_the_source_config_and_adds_only_the_quantization_block(tiny_pair, drafts):
+    source = json.loads((tiny_pair.draft / "config.json").read_text())
+    for out in drafts.values():
+        exported = json.loads((out / "config.json").read_text())
+        assert exported.pop("quantization_config")["quant_method"] == "modelopt"
+        assert exported == source
+
+
 def test_launch_plan_from_the_nvfp4_draft_declares_modelopt(tiny_pair, drafts):
     from specdraft.config import LaunchRequest, build_launch_plan
 
