@@ -1,0 +1,23 @@
+"""Speculative-decoding configuration for Gemma 4 on vLLM: models, checkpoint facts, checks, memory, argv.
+
+Nothing here imports vllm or torch. ``build_launch_plan`` is the entry point; the pieces it uses
+are public so launch scripts can build or check a plan step by step.
+"""
+
+from specdraft.config._checkpoint import Checkpoint, LayerKV, Quantization, inspect_checkpoint
+from specdraft.config._checks import HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled
+from specdraft.config._findings import Finding, worst_level
+from specdraft.config._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
+from specdraft.config._multimodal import MultimodalVerdict, multimodal_verdict
+from specdraft.config._plan import LaunchPlan, LaunchRequest, build_launch_plan, gather_vllm_facts
+from specdraft.config._serve_plan import ServeFlag, ServePlan, describe_validation_error
+from specdraft.config._speculative import SpeculativeConfig
+from specdraft.config._vllm_flags import VllmArguments, read_vllm_arguments
+
+__all__ = [
+    "Checkpoint", "Finding", "GpuProfile", "HotfixState", "KVShape", "LaunchPlan", "LaunchRequest", "LayerKV",
+    "MemoryPlan", "MultimodalVerdict", "PROFILES", "PairFacts", "Quantization", "ServeFlag", "ServePlan",
+    "SpeculativeConfig", "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair",
+    "describe_validation_error", "gather_vllm_facts", "inspect_checkpoint", "kv_shape", "multimodal_verdict",
+    "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "worst_level",
+]

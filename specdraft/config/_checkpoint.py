@@ -1,0 +1,320 @@
+"""Reading a checkpoint without loading its weights.
+
+A checkpoint reference is a local directory or a Hugging Face repo id. A repo id is looked up in
+the local Hugging Face cache only (huggingface_hub's cache API; never the network). What is read:
+config.json, hf_quant_config.json, generation_config.json, tokenizer_config.json and the JSON
+headers of the safetensors files. When the checkpoint is not on this machine the shipped shape
+facts stand in, and ``notes`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from specdraft.config._shape_facts import find_shape_facts
+
+Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
+
+# Named special tokens whose ids must agree between draft and target (the draft reuses the
+# target's tokenizer, so a draft trained with other ids proposes the wrong tokens).
+SPECIAL_TOKEN_NAMES = ("<bos>", "<eos>", "<pad>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>",
+                       "<|tool_call>", "<tool_call|>")
+BF16_BYTES = 2
+VALIDATED_MODELOPT = "modelopt"
+# NVFP4: 4-bit weights plus one FP8 scale per 16 weights.
+NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
+
+
+@dataclass(frozen=True)
+class LayerKV:
+    """The KV cache one decoder layer owns."""
+
+    kind: Literal["full", "sliding"]
+    kv_heads: int
+    head_dim: int
+    shared: bool
+    """True when the layer reads another layer's cache and owns none."""
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """What a checkpoint says about its quantization (None: unquantized)."""
+
+    method: str | None
+    """The value for vLLM's ``--quantization`` (``modelopt``, ``compressed-tensors``)."""
+    algo: str | None = None
+    kv_cache: str | None = None
+    basis: str = ""
+    accepted: tuple[str, ...] = ()
+    """Every ``--quantization`` value vLLM accepts for it, when known."""
+    info: object | None = None
+    """specdraft.quantization's full reading (a QuantizationInfo), for its own checks."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The facts about one checkpoint that planning and checks need."""
+
+    ref: str
+    source: Source
+    path: Path | None
+    config: dict
+    notes: tuple[str, ...] = ()
+    quantization: Quantization = Quantization(method=None)
+    weight_bytes: int | None = None
+    weight_bytes_basis: str | None = None
+    special_token_ids: dict[str, int] = field(default_factory=dict)
+    eos_token_ids: tuple[int, ...] = ()
+    language_model_params: int | None = None
+
+    @property
+    def text_config(self) -> dict:
+        return self.config.get("text_config") or self.config
+
+    @property
+    def is_known(self) -> bool:
+        return self.source != "unknown"
+
+    @property
+    def architectures(self) -> tuple[str, ...]:
+        return tuple(self.config.get("architectures") or ())
+
+    @property
+    def model_type(self) -> str | None:
+        return self.config.get("model_type")
+
+    @property
+    def vocab_size(self) -> int | None:
+        return self.text_config.get("vocab_size")
+
+    @property
+    def max_position_embeddings(self) -> int | None:
+        return self.text_config.get("max_position_embeddings")
+
+    @property
+    def sliding_window(self) -> int | None:
+        return self.text_config.get("sliding_window")
+
+    @property
+    def num_kv_shared_layers(self) -> int:
+        return int(self.text_config.get("num_kv_shared_layers") or 0)
+
+    @property
+    def is_assistant(self) -> bool:
+        """A Gemma 4 MTP drafter (``gemma4_assistant``): served with ``method: mtp``."""
+        return "assistant" in (self.model_type or "")
+
+    @property
+    def is_multimodal(self) -> bool:
+        if any(a.endswith("ForConditionalGeneration") for a in self.architectures):
+            return True
+        return "vision_config" in self.config or "audio_config" in self.config
+
+    @property
+    def template_variant(self) -> Literal["e", "large"]:
+        """Gemma 4 E-series checkpoints (per-layer input embeddings) use the "e" chat template."""
+        return "e" if (self.text_config.get("hidden_size_per_layer_input") or 0) > 0 else "large"
+
+    @property
+    def dtype_bytes(self) -> int:
+        dtype = self.text_config.get("dtype") or self.config.get("dtype") or self.config.get("torch_dtype")
+        return 4 if dtype == "float32" else BF16_BYTES
+
+    def kv_layers(self) -> list[LayerKV]:
+        """Per decoder layer: its kind, KV heads, head size and whether it shares another's cache.
+
+        Full-attention layers use ``global_head_dim`` and, only with ``attention_k_eq_v``,
+        ``num_global_key_value_heads`` (transformers' Gemma4TextConfig, vLLM's gemma4 layer config).
+        """
+        text = self.text_config
+        count = int(text.get("num_hidden_layers") or 0)
+        types = text.get("layer_types") or ["full_attention"] * count
+        shared_from = count - (count if self.is_assistant else self.num_kv_shared_layers)
+        head_dim = int(text.get("head_dim") or 0)
+        kv_heads = int(text.get("num_key_value_heads") or 0)
+        global_heads = text.get("num_global_key_value_heads") if text.get("attention_k_eq_v") else None
+        layers = []
+        for index, layer_type in enumerate(types):
+            full = layer_type == "full_attention"
+            layers.append(LayerKV(
+                kind="full" if full else "sliding",
+                kv_heads=int(global_heads or kv_heads) if full else kv_heads,
+                head_dim=int(text.get("global_head_dim") or head_dim) if full else head_dim,
+                shared=index >= shared_from,
+            ))
+        return layers
+
+    def summary(self) -> dict:
+        """A JSON-able digest for ``--json`` output."""
+        return {
+            "ref": self.ref,
+            "source": self.source,
+            "path": str(self.path) if self.path else None,
+            "architectures": list(self.architectures),
+            "multimodal": self.is_multimodal if self.is_known else None,
+            "vocab_size": self.vocab_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "sliding_window": self.sliding_window,
+            "num_kv_shared_layers": self.num_kv_shared_layers,
+            "quantization": self.quantization.method,
+            "weight_bytes": self.weight_bytes,
+            "weight_bytes_basis": self.weight_bytes_basis,
+            "notes": list(self.notes),
+        }
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _safetensors_bytes(directory: Path) -> int | None:
+    """Sum of tensor bytes from the safetensors headers (8-byte length, then a JSON header)."""
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        index = _read_json(directory / "model.safetensors.index.json") or {}
+        total = (index.get("metadata") or {}).get("total_size")
+        return int(total) if total else None
+    total = 0
+    for file in files:
+        with file.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(length))
+        total += sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in header.items() if k != "__metadata__")
+    return total
+
+
+def _quantization(directory: Path, config: dict) -> Quantization:
+    """The checkpoint's quantization: specdraft.quantization's reader, else config.json / hf_quant_config.json."""
+    try:
+        from specdraft.quantization import read_quantization
+    except ImportError:
+        read_quantization = None
+    if read_quantization is not None:
+        from specdraft.errors import UserError
+
+        try:
+            info = read_quantization(directory)
+        except UserError as err:
+            return Quantization(method=None, basis=f"unreadable quantization metadata: {err.message}")
+        if info is None:
+            return Quantization(method=None, basis="no quantization metadata")
+        # The user's validated spelling for ModelOpt checkpoints is `modelopt`; vLLM resolves NVFP4 from it.
+        method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
+        return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
+                            basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)
+    embedded = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
+    if embedded:
+        return Quantization(
+            method=embedded.get("quant_method"),
+            algo=embedded.get("quant_algo") or embedded.get("format"),
+            kv_cache=str(embedded.get("kv_cache_scheme") or embedded.get("kv_cache_quant_algo") or "") or None,
+            basis="config.json quantization_config",
+        )
+    modelopt = _read_json(directory / "hf_quant_config.json")
+    if modelopt:
+        quant = modelopt.get("quantization") or {}
+        return Quantization(
+            method="modelopt",
+            algo=quant.get("quant_algo"),
+            kv_cache=quant.get("kv_cache_quant_algo"),
+            basis="hf_quant_config.json",
+        )
+    return Quantization(method=None, basis="no quantization metadata")
+
+
+def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], tuple[int, ...]]:
+    text = config.get("text_config") or config
+    ids = {name: text[key] for name, key in (("bos", "bos_token_id"), ("pad", "pad_token_id"))
+           if isinstance(text.get(key), int)}
+    eos = config.get("eos_token_id", text.get("eos_token_id"))
+    generation = _read_json(directory / "generation_config.json") if directory else None
+    if generation and generation.get("eos_token_id") is not None:
+        eos = generation["eos_token_id"]
+    eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
+    tokenizer = _read_json(directory / "tokenizer_config.json") if directory else None
+    for token_id, token in ((tokenizer or {}).get("added_tokens_decoder") or {}).items():
+        content = token.get("content") if isinstance(token, dict) else None
+        if content in SPECIAL_TOKEN_NAMES:
+            ids[content] = int(token_id)
+    return ids, eos_ids
+
+
+def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -> int:
+    """Weight bytes from a parameter count: BF16, or NVFP4 for everything but the embeddings."""
+    if quant_method is None:
+        return params * BF16_BYTES
+    text = config.get("text_config") or config
+    vocab, hidden = int(text.get("vocab_size") or 0), int(text.get("hidden_size") or 0)
+    embedded = vocab * hidden + int(text.get("vocab_size_per_layer_input") or 0) * int(
+        text.get("num_hidden_layers") or 0) * int(text.get("hidden_size_per_layer_input") or 0)
+    return int(embedded * BF16_BYTES + max(params - embedded, 0) * NVFP4_BYTES_PER_PARAM)
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
+
+
+def _hf_cache_snapshot(repo_id: str, revision: str | None, hf_cache: Path | None) -> Path | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision,
+                                   cache_dir=str(hf_cache) if hf_cache else None)
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
+    config = _read_json(directory / "config.json")
+    if config is None:
+        return Checkpoint(ref=ref, source="unknown", path=directory, config={},
+                          notes=(f"{directory / 'config.json'} is missing or not JSON",))
+    ids, eos = _special_token_ids(directory, config)
+    weight_bytes = _safetensors_bytes(directory)
+    return Checkpoint(
+        ref=ref, source=source, path=directory, config=config,
+        quantization=_quantization(directory, config),
+        weight_bytes=weight_bytes,
+        weight_bytes_basis="safetensors headers" if weight_bytes is not None else None,
+        special_token_ids=ids, eos_token_ids=eos,
+    )
+
+
+def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path | None = None) -> Checkpoint:
+    """Facts about ``ref`` (local directory or repo id), reading metadata only, never the network.
+
+    ``hf_cache`` is the hub cache directory (default: huggingface_hub's, which honours ``HF_HUB_CACHE``).
+    """
+    local = Path(ref).expanduser()
+    if local.is_dir():
+        return _from_directory(ref, local, "local")
+    if _looks_like_path(ref):
+        return Checkpoint(ref=ref, source="unknown", path=local, config={},
+                          notes=(f"{ref}: no such directory",))
+    snapshot = _hf_cache_snapshot(ref, revision, hf_cache)
+    if snapshot is not None:
+        return _from_directory(ref, snapshot, "hf-cache")
+    facts = find_shape_facts(ref)
+    if facts is None:
+        return Checkpoint(ref=ref, source="unknown", path=None, config={},
+                          notes=(f"{ref} is not in the Hugging Face cache and no shipped shape facts match it",))
+    notes = [f"{ref} is not in the Hugging Face cache; using {facts.basis}"]
+    weight_bytes, basis = facts.weight_bytes, facts.weight_bytes_basis
+    if weight_bytes is None and facts.language_model_params:
+        text_only = not any(a.endswith("ForConditionalGeneration") for a in facts.config.get("architectures", []))
+        params = facts.language_model_params if text_only else (facts.hf_params or facts.language_model_params)
+        weight_bytes = estimate_weight_bytes(facts.config, params, facts.quant_method)
+        basis = f"estimated from {params:,} parameters" + (f" as {facts.quant_method} NVFP4" if facts.quant_method else " in BF16")
+    ids, eos = _special_token_ids(None, facts.config)
+    return Checkpoint(
+        ref=ref, source="shape-facts", path=None, config=facts.config, notes=tuple(notes),
+        quantization=Quantization(method=facts.quant_method, basis=facts.basis),
+        weight_bytes=weight_bytes, weight_bytes_basis=basis,
+        special_token_ids=ids, eos_token_ids=eos,
+        language_model_params=facts.language_model_params,
+    )

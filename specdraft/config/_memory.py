@@ -1,0 +1,206 @@
+"""Memory plan: weights of both models plus the KV cache, against one GPU's budget.
+
+KV bytes per token and layer are ``2 (K and V) x kv_heads x head_dim x dtype bytes``; KV-shared
+layers own nothing. Sliding layers hold only their window when vLLM's hybrid KV cache manager is on;
+with ``--disable-hybrid-kv-cache-manager`` vLLM promotes them to full-attention specs and keeps the
+whole sequence ("we do not enable any optimizations for saving KV cache memory (e.g., dropping the
+KV cache outside the sliding window)", vllm/v1/core/kv_cache_utils.py), so they cost a full layer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.config._checkpoint import Checkpoint
+
+ProfileName = Literal["dgx-spark", "h100", "h200"]
+GIB = 2**30
+CONTEXT_STEP = 1024
+"""Suggested context lengths are rounded down to this many tokens."""
+FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"})
+
+
+class GpuProfile(BaseModel):
+    """One GPU kind: what ``--gpu-memory-utilization`` is a fraction of, and a sane default for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: ProfileName
+    device: str
+    total_bytes: int
+    """Device memory as CUDA reports it (unified memory on GB10)."""
+    gpu_memory_utilization: float
+    """Default fraction of ``total_bytes`` vLLM may take."""
+    utilization_reason: str
+    runtime_reserve_bytes: int
+    """Estimated non-weight, non-KV memory: CUDA context, CUDA graphs, activations, sampler."""
+    compute_capability: tuple[int, int]
+    """CUDA compute capability; which NVFP4/FP8 kernels exist depends on it."""
+
+
+PROFILES: dict[str, GpuProfile] = {
+    "dgx-spark": GpuProfile(
+        name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=128 * 10**9,
+        gpu_memory_utilization=0.80,
+        utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark value",
+        runtime_reserve_bytes=4 * GIB, compute_capability=(12, 1),
+    ),
+    "h100": GpuProfile(
+        name="h100", device="NVIDIA H100 80 GB", total_bytes=81559 * 2**20, gpu_memory_utilization=0.90,
+        utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
+        compute_capability=(9, 0),
+    ),
+    "h200": GpuProfile(
+        name="h200", device="NVIDIA H200 141 GB", total_bytes=143771 * 2**20, gpu_memory_utilization=0.90,
+        utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
+        compute_capability=(9, 0),
+    ),
+}
+
+
+class KVShape(BaseModel):
+    """KV bytes per token of one model: layers that hold every token, and layers that hold a window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    per_token_bytes: int
+    """Bytes per token of the layers that keep the whole sequence."""
+    windowed_bytes: int
+    """Bytes per token of the sliding layers that keep only ``window`` tokens."""
+    window: int
+
+    def bytes_at(self, tokens: int) -> int:
+        return self.per_token_bytes * tokens + self.windowed_bytes * min(tokens, self.window)
+
+
+def kv_shape(checkpoint: Checkpoint, *, kv_dtype_bytes: int, hybrid_kv_cache_manager: bool) -> KVShape:
+    """The KV cost of ``checkpoint`` under the given cache dtype and manager."""
+    full = windowed = 0
+    for layer in checkpoint.kv_layers():
+        if layer.shared:
+            continue
+        size = 2 * layer.kv_heads * layer.head_dim * kv_dtype_bytes
+        if layer.kind == "sliding" and hybrid_kv_cache_manager:
+            windowed += size
+        else:
+            full += size
+    return KVShape(per_token_bytes=full, windowed_bytes=windowed, window=int(checkpoint.sliding_window or 0))
+
+
+class MemoryPlan(BaseModel):
+    """Whether the requested context fits, and the longest one that does."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    device: str
+    total_bytes: int
+    gpu_memory_utilization: float
+    budget_bytes: int
+    target_weight_bytes: int
+    draft_weight_bytes: int
+    runtime_reserve_bytes: int
+    kv_cache_dtype: str
+    hybrid_kv_cache_manager: bool
+    max_num_seqs: int
+    kv_budget_bytes: int
+    """What is left for the KV cache of both models."""
+    kv_bytes_per_token: int
+    """Both models, at a context longer than every sliding window."""
+    max_model_len: int
+    kv_bytes_needed: int
+    """KV bytes for ``max_num_seqs`` sequences of ``max_model_len`` tokens."""
+    fits: bool
+    max_context_that_fits: int
+    """Longest context (rounded down to 1024 tokens) that fits; 0 if not even the weights fit."""
+    advice: list[str]
+
+    def table(self) -> list[tuple[str, str]]:
+        """Rows for the preflight report."""
+        return [
+            ("device", f"{self.device} (profile {self.profile})"),
+            ("budget", f"{_gib(self.budget_bytes)} = {self.gpu_memory_utilization:.2f} x {_gib(self.total_bytes)}"),
+            ("weights", f"target {_gib(self.target_weight_bytes)} + draft {_gib(self.draft_weight_bytes)}"),
+            ("reserve", f"{_gib(self.runtime_reserve_bytes)} (CUDA graphs, activations; estimate)"),
+            ("KV cache", f"{_gib(self.kv_bytes_needed)} needed for {self.max_num_seqs} x {self.max_model_len} tokens "
+                         f"({self.kv_cache_dtype}), {_gib(self.kv_budget_bytes)} available"),
+            ("longest context", f"{self.max_context_that_fits} tokens"),
+        ]
+
+
+def _gib(value: int) -> str:
+    return f"{value / GIB:.1f} GiB"
+
+
+def _longest_context(shapes: list[KVShape], available: int, seqs: int) -> int:
+    """Largest L with seqs x sum(kv(L)) <= available; KV is piecewise linear in L."""
+    if available <= 0:
+        return 0
+    per_seq = available // max(seqs, 1)
+    breakpoints = sorted({0, *(s.window for s in shapes)})
+    best = 0
+    for low, high in zip(breakpoints, breakpoints[1:] + [None]):
+        fixed = sum(s.windowed_bytes * s.window for s in shapes if s.window <= low)
+        slope = sum(s.per_token_bytes + (s.windowed_bytes if s.window > low else 0) for s in shapes)
+        if slope == 0:
+            return 10**9
+        tokens = (per_seq - fixed) // slope
+        if tokens < low:
+            break
+        best = tokens if high is None else min(tokens, high)
+    return best
+
+
+def plan_memory(
+    target: Checkpoint,
+    draft: Checkpoint | None,
+    profile: GpuProfile,
+    *,
+    max_model_len: int,
+    gpu_memory_utilization: float | None = None,
+    kv_cache_dtype: str = "fp8",
+    max_num_seqs: int = 1,
+    hybrid_kv_cache_manager: bool = False,
+) -> MemoryPlan:
+    """Fit the weights and ``max_num_seqs`` x ``max_model_len`` tokens of KV into ``profile``."""
+    utilization = gpu_memory_utilization if gpu_memory_utilization is not None else profile.gpu_memory_utilization
+    dtype_bytes = 1 if kv_cache_dtype in FP8_KV_DTYPES else target.dtype_bytes
+    models = [target] + ([draft] if draft is not None else [])
+    shapes = [kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager) for m in models]
+    budget = int(profile.total_bytes * utilization)
+    target_weights = target.weight_bytes or 0
+    draft_weights = (draft.weight_bytes or 0) if draft is not None else 0
+    kv_budget = budget - target_weights - draft_weights - profile.runtime_reserve_bytes
+    needed = max_num_seqs * sum(s.bytes_at(max_model_len) for s in shapes)
+    longest = _longest_context(shapes, kv_budget, max_num_seqs)
+    model_max = min((m.max_position_embeddings for m in models if m.max_position_embeddings), default=longest)
+    longest = min(longest, model_max) // CONTEXT_STEP * CONTEXT_STEP
+    fits = 0 < needed <= kv_budget or (needed == 0 and kv_budget >= 0)
+    advice = []
+    if not fits:
+        advice.append(f"--max-model-len {longest} fits at --gpu-memory-utilization {utilization:.2f}"
+                      if longest else "not even the weights fit; use a larger GPU or smaller checkpoints")
+        other = target_weights + draft_weights + profile.runtime_reserve_bytes + needed
+        needed_utilization = other / profile.total_bytes
+        if needed_utilization <= 0.95:
+            advice.append(f"--gpu-memory-utilization {needed_utilization + 0.005:.2f} fits {max_model_len} tokens")
+        if dtype_bytes > 1:
+            fp8 = plan_memory(target, draft, profile, max_model_len=max_model_len, gpu_memory_utilization=utilization,
+                              kv_cache_dtype="fp8", max_num_seqs=max_num_seqs,
+                              hybrid_kv_cache_manager=hybrid_kv_cache_manager)
+            advice.append(f"--kv-cache-dtype fp8 halves the KV cache and fits {fp8.max_context_that_fits} tokens")
+        if not hybrid_kv_cache_manager and any(s.per_token_bytes for s in shapes):
+            advice.append("sliding-window layers are counted in full: --disable-hybrid-kv-cache-manager keeps "
+                          "their whole sequence")
+    return MemoryPlan(
+        profile=profile.name, device=profile.device, total_bytes=profile.total_bytes,
+        gpu_memory_utilization=utilization, budget_bytes=budget,
+        target_weight_bytes=target_weights, draft_weight_bytes=draft_weights,
+        runtime_reserve_bytes=profile.runtime_reserve_bytes, kv_cache_dtype=kv_cache_dtype,
+        hybrid_kv_cache_manager=hybrid_kv_cache_manager, max_num_seqs=max_num_seqs,
+        kv_budget_bytes=kv_budget, kv_bytes_per_token=sum(s.per_token_bytes + s.windowed_bytes for s in shapes),
+        max_model_len=max_model_len, kv_bytes_needed=needed, fits=fits, max_context_that_fits=longest,
+        advice=advice,
+    )

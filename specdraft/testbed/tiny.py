@@ -1,0 +1,244 @@
+"""Tiny random Gemma 4 checkpoints that fail and pass in vLLM exactly like the real pair does.
+
+`build_tiny_pair` writes a target shaped like Gemma 4 31B and a draft shaped like Gemma 4 E2B, a
+few MB each, sharing one tokenizer. What matters is kept; only sizes shrink:
+
+- target: `Gemma4ForCausalLM` (text-only, like the 31B NVFP4 "turbo"), no KV sharing, sliding
+  window 1024, five sliding layers to one full layer, full layers with the larger head size and
+  `attention_k_eq_v` (one K/V projection for full layers);
+- draft: KV-shared tail layers (the last 5 of 10, as E2B's last 20 of 35), per-layer input
+  embeddings, the double-wide MLP in shared layers, sliding window 512, a 4:1 pattern, so every
+  shared layer has an earlier non-shared layer of its type to read the cache of;
+- like the real BF16 E2B checkpoints, the draft still ships k_proj/v_proj/k_norm for its shared
+  layers (vLLM drops them on load).
+
+`write_dummy_checkpoint` writes a real-shaped `config.json` (from the reconstructed Gemma 4
+configs) plus tokenizer files, for `vllm serve --load-format dummy`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdraft.errors import UserError
+from specdraft.testbed.tokenizer import SPECIAL_TOKENS, write_tokenizer
+
+TINY_VOCAB_SIZE = 512
+MAX_POSITION_EMBEDDINGS = 8192
+# Bump when the files written change in a way the shapes below do not show.
+_LAYOUT_VERSION = 1
+
+_ROPE = {
+    "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+    "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+}
+_COMMON = {
+    "architectures": ["Gemma4ForCausalLM"],
+    "model_type": "gemma4_text",
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": SPECIAL_TOKENS["<bos>"],
+    "eos_token_id": [SPECIAL_TOKENS["<eos>"], SPECIAL_TOKENS["<turn|>"]],
+    "pad_token_id": SPECIAL_TOKENS["<pad>"],
+    "dtype": "bfloat16",
+    "enable_moe_block": False,
+    "final_logit_softcapping": 30.0,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "initializer_range": 0.02,
+    "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
+    "rms_norm_eps": 1e-6,
+    "rope_parameters": _ROPE,
+    "tie_word_embeddings": True,
+    "use_bidirectional_attention": None,
+    "use_cache": True,
+    "vocab_size": TINY_VOCAB_SIZE,
+}
+
+TARGET_CONFIG: dict = {
+    **_COMMON,
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 6,
+    "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "global_head_dim": 128,
+    "num_global_key_value_heads": 1,
+    "attention_k_eq_v": True,
+    "sliding_window": 1024,
+    "num_kv_shared_layers": 0,
+    "hidden_size_per_layer_input": 0,
+    "vocab_size_per_layer_input": TINY_VOCAB_SIZE,
+    "use_double_wide_mlp": False,
+}
+
+DRAFT_CONFIG: dict = {
+    **_COMMON,
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 10,
+    "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "global_head_dim": 128,
+    "num_global_key_value_heads": None,
+    "attention_k_eq_v": False,
+    "sliding_window": 512,
+    "num_kv_shared_layers": 5,
+    "hidden_size_per_layer_input": 16,
+    "vocab_size_per_layer_input": TINY_VOCAB_SIZE,
+    "use_double_wide_mlp": True,
+}
+
+_GENERATION_CONFIG = {
+    "bos_token_id": SPECIAL_TOKENS["<bos>"],
+    "eos_token_id": [SPECIAL_TOKENS["<eos>"], SPECIAL_TOKENS["<turn|>"], SPECIAL_TOKENS["<|tool_response>"]],
+    "pad_token_id": SPECIAL_TOKENS["<pad>"],
+}
+
+
+@dataclass(frozen=True)
+class TinyPair:
+    """Checkpoint directories of a tiny target and its draft (each with tokenizer files)."""
+
+    target: Path
+    draft: Path
+
+
+def build_tiny_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
+    """Write (or find already written) a tiny 31B-shaped target and E2B-shaped draft under `out_dir`.
+
+    The pair lands in `out_dir/tiny-gemma4-<key>/{target,draft}`, where the key hashes the shapes,
+    the seed and the file layout; a complete pair with the same key is reused without touching
+    torch. Weights are seeded random, bf16.
+    """
+    root = Path(out_dir).expanduser() / f"tiny-gemma4-{_content_key(seed)}"
+    pair = TinyPair(target=root / "target", draft=root / "draft")
+    if (root / ".complete").is_file():
+        return pair
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tiny-gemma4-", dir=root.parent))
+    staging.chmod(0o755)
+    try:
+        _write_checkpoint(staging / "target", TARGET_CONFIG, seed)
+        _write_checkpoint(staging / "draft", DRAFT_CONFIG, seed + 1)
+        (staging / ".complete").write_text(json.dumps({"seed": seed, "layout": _LAYOUT_VERSION}) + "\n")
+        try:
+            staging.rename(root)
+        except OSError:
+            # Another process finished the same pair first; theirs is identical.
+            if not (root / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return pair
+
+
+def _content_key(seed: int) -> str:
+    spec = {"target": TARGET_CONFIG, "draft": DRAFT_CONFIG, "seed": seed, "layout": _LAYOUT_VERSION}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _write_checkpoint(directory: Path, config: dict, seed: int) -> None:
+    import torch
+    from safetensors.torch import save_file
+    from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+
+    torch.manual_seed(seed)
+    hf_config = Gemma4TextConfig(**{k: v for k, v in config.items() if k not in ("architectures", "model_type", "dtype")})
+    model = Gemma4ForCausalLM(hf_config).to(torch.bfloat16)
+    tensors = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    if config["tie_word_embeddings"]:
+        tensors.pop("lm_head.weight", None)
+    tensors.update(_unused_kv_weights_of_shared_layers(config, tensors, seed))
+    directory.mkdir(parents=True)
+    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    # config.json is written from our own dict in the flat layout the hub files use, not by
+    # save_pretrained, so any transformers release vLLM runs with reads it the same way.
+    (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (directory / "generation_config.json").write_text(json.dumps(_GENERATION_CONFIG, indent=2) + "\n")
+    write_tokenizer(directory, config["vocab_size"], config["max_position_embeddings"])
+
+
+def _unused_kv_weights_of_shared_layers(config: dict, tensors: dict, seed: int) -> dict:
+    """k_proj/v_proj/k_norm of KV-shared layers: real E2B checkpoints ship them, models ignore them."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    first_shared = config["num_hidden_layers"] - config["num_kv_shared_layers"]
+    extra = {}
+    for index in range(first_shared, config["num_hidden_layers"]):
+        full = config["layer_types"][index] == "full_attention"
+        head_dim = config["global_head_dim"] if full else config["head_dim"]
+        kv_heads = config["num_key_value_heads"]
+        prefix = f"model.layers.{index}.self_attn."
+        shapes = {
+            "k_proj.weight": (kv_heads * head_dim, config["hidden_size"]),
+            "v_proj.weight": (kv_heads * head_dim, config["hidden_size"]),
+            "k_norm.weight": (head_dim,),
+        }
+        for name, shape in shapes.items():
+            if prefix + name not in tensors:
+                weight = torch.ones(shape) if name.startswith("k_norm") else torch.randn(shape, generator=generator) * 0.02
+                extra[prefix + name] = weight.to(torch.bfloat16)
+    return extra
+
+
+def write_dummy_checkpoint(
+    model_id_or_config_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    models_dir: str | os.PathLike | None = None,
+) -> Path:
+    """Write `config.json`, `generation_config.json` and tokenizer files of a real Gemma 4 model.
+
+    `model_id_or_config_path` is a config JSON file, a checkpoint directory holding `config.json`,
+    or a model id such as `google/gemma-4-31B-it`, looked up as `google__gemma-4-31B-it.json` in
+    `models_dir` or else in specdraft's packaged model configs. The result serves with
+    `vllm serve OUT_DIR --load-format dummy` (random weights, real shapes and memory).
+    """
+    config = _read_model_config(str(model_id_or_config_path), models_dir)
+    text = config.get("text_config", config)
+    vocab_size = int(text["vocab_size"])
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (out / "generation_config.json").write_text(json.dumps(_GENERATION_CONFIG, indent=2) + "\n")
+    write_tokenizer(out, vocab_size, int(text.get("max_position_embeddings", MAX_POSITION_EMBEDDINGS)))
+    return out
+
+
+def _read_model_config(source: str, models_dir: str | os.PathLike | None) -> dict:
+    path = Path(source).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        file_name = source.replace("/", "__") + ".json"
+        candidates = [Path(models_dir).expanduser() / file_name] if models_dir else []
+        candidates.append(Path(__file__).resolve().parent.parent / "config" / "data" / "models" / file_name)
+        path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
+        if not path.is_file():
+            raise UserError(
+                f"no config for {source!r}: not a file, not a directory with config.json, and {file_name} "
+                f"is not in {' or '.join(str(c.parent) for c in candidates)}",
+                hint="pass a config.json path, or a model id such as google/gemma-4-31B-it",
+            )
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise UserError(f"cannot read model config {path}: {err}", hint="pass a valid config.json") from err
+    text = config.get("text_config", config) if isinstance(config, dict) else None
+    if not isinstance(text, dict) or "vocab_size" not in text:
+        raise UserError(f"{path} is not a model config (no vocab_size)", hint="pass a Hugging Face config.json")
+    return config
+
+
+__all__ = ["TinyPair", "build_tiny_pair", "write_dummy_checkpoint", "TARGET_CONFIG", "DRAFT_CONFIG"]

