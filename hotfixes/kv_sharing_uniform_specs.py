@@ -1,0 +1,191 @@
+"""`add_kv_sharing_layers_to_kv_cache_groups` gives each KV-sharing layer its target layer's spec.
+
+Gemma 4 E2B/E4B layers that share another layer's KV cache are appended to the target layer's
+group, but when that group's spec is a `UniformTypeKVCacheSpecs` (the case once hotfix
+`kv-uniform-catches-valueerror` lets a draft/target pair fall back to it) they get no entry in
+`kv_cache_specs`, and the model runner dies on `KeyError: '<draft>.model.layers.N.self_attn.attn'`.
+Side effect: `UniformTypeKVCacheSpecs.page_size_bytes` sums over `kv_cache_specs`, so it now counts
+the shared layers too (no worker code was seen reading it after this point).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import libcst as cst
+import libcst.matchers as m
+
+from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, normalised
+
+_ANCHOR_TEXT = "tgt_kv_cache_group.layer_names.append(layer_name)"
+_ANCHOR = normalised(_ANCHOR_TEXT)
+_LOOP_TARGET = normalised("layer_name, target_layer_name")
+_SPEC_OF_LAYER = m.Assign(
+    targets=[m.AssignTarget(target=m.Subscript(
+        value=m.Attribute(attr=m.Name("kv_cache_specs")),
+        slice=[m.SubscriptElement(slice=m.Index(value=m.Name("layer_name")))],
+    ))]
+)
+_GIVE_SHARED_LAYER_ITS_SPEC = """\
+if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
+    tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
+        tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[target_layer_name]
+    )
+"""
+
+
+def _anchor_loops(function: cst.FunctionDef) -> list[tuple[cst.For, cst.BaseStatement]]:
+    """Each ``for`` loop whose body holds the anchor statement, with that statement."""
+    return [
+        (loop, statement)
+        for loop in m.findall(function, m.For())
+        for statement in loop.body.body
+        if isinstance(statement, cst.SimpleStatementLine) and normalised(statement) == _ANCHOR
+    ]
+
+
+def _imports_at_top_level(module: cst.Module, name: str) -> bool:
+    return any(
+        m.matches(statement, m.SimpleStatementLine(body=[m.ImportFrom()]))
+        and not isinstance(statement.body[0].names, cst.ImportStar)
+        and any(
+            (alias.asname.name.value if alias.asname else cst.Module([]).code_for_node(alias.name)) == name
+            for alias in statement.body[0].names
+        )
+        for statement in module.body
+    )
+
+
+class KvSharingUniformSpecs(Hotfix):
+    id = "kv-sharing-uniform-specs"
+    title = "add_kv_sharing_layers_to_kv_cache_groups gives each KV-sharing layer its target layer's spec"
+    why = (
+        "shared layers get no UniformTypeKVCacheSpecs.kv_cache_specs entry and the model runner raises "
+        "KeyError; upstream: vllm PR 43533 (open, one runner only), PR 43185 (closed)"
+    )
+    versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
+    function = "add_kv_sharing_layers_to_kv_cache_groups"
+    modules = ("vllm.v1.worker.utils",)
+
+    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
+        loops = _anchor_loops(function)
+        if len(loops) != 1:
+            return Finding(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")
+        loop, _ = loops[0]
+        if m.findall(loop, _SPEC_OF_LAYER):
+            return Finding(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
+        if normalised(loop.target) != _LOOP_TARGET:
+            return Finding(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
+        if not _imports_at_top_level(module, "UniformTypeKVCacheSpecs"):
+            return Finding(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
+        return Finding(Status.PENDING, "shared layers get no kv_cache_specs entry")
+
+    def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
+        ((loop, anchor),) = _anchor_loops(function)
+        addition = cst.parse_statement(_GIVE_SHARED_LAYER_ITS_SPEC)
+        addition = addition.with_changes(
+            leading_lines=[cst.EmptyLine(indent=False), self.marker_comment("shared layers read their target's spec")]
+        )
+        body = list(loop.body.body)
+        body.insert(body.index(anchor) + 1, addition)
+        return function.deep_replace(loop, loop.with_changes(body=loop.body.with_changes(body=body)))
+
+    @staticmethod
+    def probe(module: ModuleType) -> None:
+        import torch
+        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheGroupSpec, UniformTypeKVCacheSpecs
+
+        target_spec = FullAttentionSpec(block_size=16, num_kv_heads=1, head_size=64, dtype=torch.float32)
+        group = KVCacheGroupSpec(["target"], UniformTypeKVCacheSpecs(block_size=16, kv_cache_specs={"target": target_spec}))
+        module.add_kv_sharing_layers_to_kv_cache_groups({"shared": "target"}, [group])
+        assert group.layer_names == ["target", "shared"], f"group layers: {group.layer_names}"
+        specs = group.kv_cache_spec.kv_cache_specs
+        assert "shared" in specs, "the KV-sharing layer got no entry in UniformTypeKVCacheSpecs.kv_cache_specs"
+        assert specs["shared"] is target_spec, "the KV-sharing layer's spec is not its target layer's spec"
+
+    fixtures = (
+        Fixture(
+            name="as released (0.19.0 to 0.33.0)",
+            status=Status.PENDING,
+            before="""\
+from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
+
+
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups, runner_only_attn_layers=None):
+    layer_to_kv_cache_group = {}
+    for kv_cache_group in kv_cache_groups:
+        for layer_name in kv_cache_group.layer_names:
+            layer_to_kv_cache_group[layer_name] = kv_cache_group
+
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
+        tgt_kv_cache_group.layer_names.append(layer_name)
+
+        if runner_only_attn_layers is not None:
+            runner_only_attn_layers.add(layer_name)
+""",
+            after="""\
+from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
+
+
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups, runner_only_attn_layers=None):
+    layer_to_kv_cache_group = {}
+    for kv_cache_group in kv_cache_groups:
+        for layer_name in kv_cache_group.layer_names:
+            layer_to_kv_cache_group[layer_name] = kv_cache_group
+
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
+        tgt_kv_cache_group.layer_names.append(layer_name)
+
+        # specdraft-hotfix: kv-sharing-uniform-specs (shared layers read their target's spec)
+        if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
+            tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
+                tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[target_layer_name]
+            )
+
+        if runner_only_attn_layers is not None:
+            runner_only_attn_layers.add(layer_name)
+""",
+        ),
+        Fixture(
+            name="upstream sets the shared layer's spec itself",
+            status=Status.FIXED_UPSTREAM,
+            before="""\
+from vllm.v1.kv_cache_interface import UniformTypeKVCacheSpecs
+
+
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups):
+    layer_to_kv_cache_group = {n: g for g in kv_cache_groups for n in g.layer_names}
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
+        tgt_kv_cache_group.layer_names.append(layer_name)
+        spec = tgt_kv_cache_group.kv_cache_spec
+        if isinstance(spec, UniformTypeKVCacheSpecs):
+            spec.kv_cache_specs[layer_name] = spec.kv_cache_specs[target_layer_name]
+""",
+        ),
+        Fixture(
+            name="layers appended somewhere else",
+            status=Status.DRIFTED,
+            before="""\
+from vllm.v1.kv_cache_interface import UniformTypeKVCacheSpecs
+
+
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups):
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        group_of(target_layer_name, kv_cache_groups).add(layer_name)
+""",
+        ),
+        Fixture(
+            name="UniformTypeKVCacheSpecs not imported",
+            status=Status.DRIFTED,
+            before="""\
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups):
+    layer_to_kv_cache_group = {n: g for g in kv_cache_groups for n in g.layer_names}
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
+        tgt_kv_cache_group.layer_names.append(layer_name)
+""",
+        ),
+    )

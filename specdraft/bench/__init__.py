@@ -1,0 +1,56 @@
+"""Benchmark a vLLM server and choose ``num_speculative_tokens`` from what it measured.
+
+- ``run_bench(base_url, model, ...) -> BenchResult``: streamed timings (decode tok/s, TTFT, end-to-end
+  latency) per concurrency level, and vLLM's acceptance counters read from ``/metrics`` before and after.
+- ``recommend(per_position_acceptance, cost_ratio, max_k=8, overhead=0.0) -> Recommendation``: the K with
+  the largest predicted speedup ``S(K) = E(K) / (1 + K*c + o)``, or 0 when nothing beats the target alone.
+- ``recommend_schedule(points)``: vLLM's ``num_speculative_tokens_per_batch_size`` from several batch sizes.
+- The inputs: ``acceptance_from_result``, ``cost_ratio_from_results`` / ``estimate_cost_ratio`` (bytes per
+  token of the two shapes), ``overhead_from_results`` / ``overhead_fraction``.
+"""
+
+from specdraft.bench._calibration import (
+    acceptance_from_result,
+    cost_ratio_from_results,
+    overhead_from_results,
+    step_ms,
+)
+from specdraft.bench._client import Progress, RequestTiming, run_bench, served_models
+from specdraft.bench._cost import (
+    BYTES_PER_PARAM,
+    DecodeFootprint,
+    bytes_per_param,
+    cost_ratio_from_step_times,
+    decode_footprint,
+    estimate_cost_ratio,
+    load_text_config,
+)
+from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
+from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
+from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result
+from specdraft.bench._tuner import (
+    Extrapolation,
+    KPrediction,
+    Recommendation,
+    SchedulePoint,
+    conditional_acceptance,
+    extend_acceptance,
+    fit_geometric_alpha,
+    measured_overhead,
+    overhead_fraction,
+    predict_speedup,
+    recommend,
+    recommend_schedule,
+    validate_acceptance,
+)
+
+__all__ = [
+    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "BenchResult", "DecodeFootprint", "Extrapolation", "KPrediction",
+    "LevelResult", "Progress", "Prompt", "Recommendation", "RequestTiming", "SchedulePoint", "SpecDecodeCounters",
+    "Speedup", "Summary", "acceptance_from_result", "bytes_per_param", "compare", "conditional_acceptance",
+    "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint", "estimate_cost_ratio",
+    "extend_acceptance", "fit_geometric_alpha", "load_prompts", "load_result", "load_text_config",
+    "measured_overhead", "overhead_fraction", "overhead_from_results", "parse_spec_decode_counters",
+    "predict_speedup", "recommend", "recommend_schedule", "run_bench", "served_models", "step_ms",
+    "validate_acceptance",
+]

@@ -1,0 +1,252 @@
+"""The benchmark client: streams requests to an OpenAI-compatible vLLM server, times every token,
+and reads ``/metrics`` before and after each concurrency level."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import httpx
+
+from specdraft import __version__
+from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
+from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt
+from specdraft.bench._results import BenchResult, LevelResult, Summary
+from specdraft.errors import UserError
+
+NO_SPECULATION_NOTE = (
+    "the server exports no speculative-decoding metrics (vllm:spec_decode_*): it runs without "
+    "--speculative-config, so acceptance fields are null"
+)
+
+
+@dataclass(frozen=True)
+class RequestTiming:
+    """What one streamed request measured (times in seconds from sending it)."""
+
+    output_tokens: int
+    ttft_s: float
+    e2e_s: float
+    first_token_s: float
+    last_token_s: float
+
+    @property
+    def decode_tok_s(self) -> float:
+        """Tokens after the first over the time they took; NaN with fewer than two tokens."""
+        span = self.last_token_s - self.first_token_s
+        return (self.output_tokens - 1) / span if self.output_tokens > 1 and span > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reported after every finished request, so a front end can draw a bar."""
+
+    concurrency: int
+    done: int
+    total: int
+
+
+def _root(base_url: str) -> str:
+    """Accept ``http://host:port`` or ``http://host:port/v1``; return the server root."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _get(client: httpx.Client, url: str) -> httpx.Response:
+    try:
+        return client.get(url)
+    except httpx.HTTPError as err:
+        raise UserError(
+            f"cannot reach the server at {url}: {type(err).__name__}: {err}",
+            hint="start it (python -m specdraft launch ...) or check --base-url",
+        ) from None
+
+
+def served_models(client: httpx.Client, base_url: str) -> list[str]:
+    """The model ids a server lists at /v1/models."""
+    url = f"{_root(base_url)}/v1/models"
+    response = _get(client, url)
+    if response.status_code != 200:
+        raise UserError(f"{url} answered HTTP {response.status_code}: is this an OpenAI-compatible vLLM server?",
+                        hint="check --base-url")
+    try:
+        return [m["id"] for m in response.json()["data"]]
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"{url} did not return a model list: is this an OpenAI-compatible vLLM server?",
+                        hint="check --base-url") from None
+
+
+def check_model(client: httpx.Client, base_url: str, model: str) -> None:
+    """``UserError`` unless the server serves ``model``, naming what it does serve."""
+    models = served_models(client, base_url)
+    if model not in models:
+        served = ", ".join(models) or "nothing"
+        raise UserError(f"the server at {base_url} serves {served}, not {model!r}",
+                        hint=f"use --model {models[0]}" if models else "check the server's --served-model-name")
+
+
+def scrape_spec_decode(client: httpx.Client, base_url: str, model: str) -> SpecDecodeCounters | None:
+    """The server's speculative-decoding counters now (None if it exports none)."""
+    url = f"{_root(base_url)}/metrics"
+    response = _get(client, url)
+    if response.status_code != 200:
+        raise UserError(f"{url} answered HTTP {response.status_code}; bench reads acceptance from it",
+                        hint="serve with vLLM's OpenAI server, which exposes /metrics")
+    return parse_spec_decode_counters(response.text, model)
+
+
+def _server_error(response: httpx.Response) -> str:
+    try:
+        body = json.loads(response.read())
+        message = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
+        return message or json.dumps(body)[:300]
+    except ValueError:
+        return response.text[:300]
+
+
+def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prompt, max_tokens: int,
+                   temperature: float) -> RequestTiming:
+    """Send one streaming request (``ignore_eos``, so every request yields ``max_tokens``) and time it.
+
+    A chunk that carries a choice is one engine step's output: one token without speculation, up to
+    K + 1 with it. The first chunk is the prefill's single token, hence decode = (tokens - 1) / span.
+    """
+    body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
+                  "stream_options": {"include_usage": True}, "ignore_eos": True}
+    if prompt.messages is not None:
+        path, body["messages"] = "/v1/chat/completions", list(prompt.messages)
+    else:
+        path, body["prompt"] = "/v1/completions", prompt.text
+    url = f"{_root(base_url)}{path}"
+    first = last = None
+    usage_tokens = None
+    chunks_with_output = 0
+    start = time.perf_counter()
+    try:
+        with client.stream("POST", url, json=body) as response:
+            if response.status_code != 200:
+                raise UserError(f"the server rejected a request to {url}: HTTP {response.status_code}: "
+                                f"{_server_error(response)}", hint="check --model and --max-tokens")
+            for line in response.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[len("data:"):].strip()
+                if payload == "[DONE]":
+                    break
+                now = time.perf_counter() - start
+                chunk = json.loads(payload)
+                if chunk.get("usage"):
+                    usage_tokens = chunk["usage"].get("completion_tokens")
+                if chunk.get("choices"):
+                    chunks_with_output += 1
+                    first = now if first is None else first
+                    last = now
+    except httpx.HTTPError as err:
+        raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
+                        hint="check that the server is still up (its log says why it stopped)") from None
+    end = time.perf_counter() - start
+    if first is None:
+        raise UserError(f"the server streamed no tokens for a request to {url}")
+    tokens = usage_tokens if usage_tokens is not None else chunks_with_output
+    return RequestTiming(int(tokens), first, end, first, last)
+
+
+def run_level(
+    client: httpx.Client,
+    base_url: str,
+    model: str,
+    prompts: Sequence[Prompt],
+    *,
+    concurrency: int,
+    requests: int,
+    max_tokens: int,
+    temperature: float,
+    progress: Callable[[Progress], None] | None = None,
+) -> LevelResult:
+    """``requests`` requests (prompts cycled) with ``concurrency`` in flight, between two /metrics scrapes."""
+    before = scrape_spec_decode(client, base_url, model)
+    done = 0
+    lock = threading.Lock()
+
+    def one(index: int) -> RequestTiming:
+        nonlocal done
+        timing = stream_request(client, base_url, model, prompts[index % len(prompts)], max_tokens, temperature)
+        with lock:
+            done += 1
+            if progress:
+                progress(Progress(concurrency, done, requests))
+        return timing
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        timings = list(pool.map(one, range(requests)))
+    wall = time.perf_counter() - start
+    after = scrape_spec_decode(client, base_url, model)
+    spec = after - before if after is not None and before is not None else None
+    total = sum(t.output_tokens for t in timings)
+    decode = [t.decode_tok_s for t in timings]
+    return LevelResult(
+        concurrency=concurrency,
+        requests=requests,
+        output_tokens=total,
+        wall_s=wall,
+        output_tok_s=total / wall if wall > 0 else float("nan"),
+        decode_tok_s=Summary.of(decode),
+        itl_ms=Summary.of([1000.0 / d for d in decode if d == d and d > 0]),
+        ttft_s=Summary.of([t.ttft_s for t in timings]),
+        e2e_s=Summary.of([t.e2e_s for t in timings]),
+        spec_decode=spec,
+    )
+
+
+def run_bench(
+    base_url: str,
+    model: str,
+    *,
+    prompts: Sequence[Prompt] = BUILTIN_PROMPTS,
+    prompts_source: str = "built-in",
+    concurrency: Sequence[int] = (1,),
+    max_tokens: int = 128,
+    requests: int | None = None,
+    temperature: float = 0.0,
+    warmup: bool = True,
+    timeout_s: float = 600.0,
+    progress: Callable[[Progress], None] | None = None,
+) -> BenchResult:
+    """Bench one server: every concurrency level in turn, with acceptance read from its /metrics.
+
+    ``requests`` per level defaults to the number of prompts, and never fewer than the concurrency.
+    Raises ``UserError`` for an unreachable server, a model it does not serve, or a rejected request.
+    """
+    if max_tokens < 2:
+        raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
+    if not concurrency or min(concurrency) < 1:
+        raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
+                      limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:
+        check_model(client, base_url, model)
+        speculative = scrape_spec_decode(client, base_url, model) is not None
+        if warmup:  # the first request pays for lazy initialisation (graphs, caches): keep it out of the figures
+            stream_request(client, base_url, model, prompts[0], min(max_tokens, 8), temperature)
+        levels = []
+        for level in concurrency:
+            count = max(requests if requests is not None else len(prompts), level)
+            levels.append(run_level(client, base_url, model, prompts, concurrency=level, requests=count,
+                                    max_tokens=max_tokens, temperature=temperature, progress=progress))
+    notes = []
+    if not speculative:
+        notes.append(NO_SPECULATION_NOTE)
+    elif all(lv.spec_decode is not None and lv.spec_decode.num_drafts == 0 for lv in levels):
+        notes.append("the server speculates but made no drafts during this run, so acceptance is null "
+                     "(n-gram speculation drafts only when the text repeats)")
+    return BenchResult(
+        base_url=base_url, model=model, max_tokens=max_tokens, temperature=temperature,
+        prompts_source=prompts_source, num_prompts=len(prompts), levels=tuple(levels), speculative=speculative,
+        notes=tuple(notes), started_at=started, specdraft_version=__version__,
+    )

@@ -1,0 +1,179 @@
+"""The cost ratio c = (one draft step) / (one target step), measured or estimated.
+
+Measured: from two bench runs at the same workload, one against the draft served alone and one
+against the target served alone; a decode step of a non-speculative server emits one token per
+sequence, so its step time is the mean inter-token latency (``step_ms_from``).
+
+Estimated: on a bandwidth-bound device (decode at small batch), a step costs about the bytes it reads,
+so ``c ~ bytes_per_token(draft) / bytes_per_token(target)``. Bytes read per decoded token are the weights
+every token touches (all language-model weights except lookup-only tables: Gemma 4's per-layer embedding
+table, and MoE experts that the router did not pick) plus the KV cache read at the given context length.
+This is a lower bound for small drafts on fast GPUs: on an H200, an E2B-shaped draft stepped in 3.2 ms
+against 17.8 ms for a 31B-shaped target (c = 0.18) where bytes predict ~0.07, because a small model
+does not saturate memory bandwidth. Prefer a measured c.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from specdraft.errors import UserError
+
+BYTES_PER_PARAM: dict[str, float] = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    # NVFP4: 4-bit values plus one FP8 scale per group of 16 (the per-tensor scale is negligible).
+    "nvfp4": 0.5 + 1.0 / 16,
+}
+
+
+@dataclass(frozen=True)
+class DecodeFootprint:
+    """What one decoded token reads from memory, for one model."""
+
+    name: str
+    total_params: int
+    """Language-model parameters (what transformers instantiates for the text stack)."""
+    active_params: int
+    """Parameters read per decoded token: total minus lookup-only tables and unpicked experts."""
+    weight_bytes: float
+    kv_bytes: float
+    """KV cache bytes read per decoded token at the given context length."""
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.weight_bytes + self.kv_bytes
+
+
+def load_text_config(path: Path) -> dict:
+    """The Gemma 4 text config from a config.json (multimodal ``text_config`` or a text-only config)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"model config {path} does not exist", hint="give the path of a config.json") from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise UserError(f"cannot read model config {path}: {err}") from None
+    text = data.get("text_config", data)
+    if not isinstance(text, dict) or "num_hidden_layers" not in text or "hidden_size" not in text:
+        raise UserError(f"{path} is not a transformer config.json (no num_hidden_layers/hidden_size)")
+    return text
+
+
+def _layer_params(tc: Mapping, index: int) -> tuple[int, int]:
+    """(all params, params of unpicked experts) of decoder layer ``index`` of a Gemma 4 text stack."""
+    hidden = tc["hidden_size"]
+    heads = tc["num_attention_heads"]
+    is_full = tc["layer_types"][index] == "full_attention"
+    k_eq_v = bool(tc.get("attention_k_eq_v")) and is_full
+    head_dim = tc["global_head_dim"] if is_full and tc.get("global_head_dim") else tc["head_dim"]
+    kv_heads = tc["num_global_key_value_heads"] if k_eq_v and tc.get("num_global_key_value_heads") else tc["num_key_value_heads"]
+    shared = index >= tc["num_hidden_layers"] - (tc.get("num_kv_shared_layers") or 0)
+
+    params = 2 * heads * head_dim * hidden + head_dim  # q_proj, o_proj, q_norm
+    if not shared:  # KV-shared layers read another layer's cache: no k/v projections
+        params += kv_heads * head_dim * hidden + head_dim  # k_proj, k_norm
+        if not k_eq_v:
+            params += kv_heads * head_dim * hidden  # v_proj
+    intermediate = tc["intermediate_size"] * (2 if shared and tc.get("use_double_wide_mlp") else 1)
+    params += 3 * hidden * intermediate + 4 * hidden  # gate/up/down, four norms
+    per_layer_input = tc.get("hidden_size_per_layer_input") or 0
+    if per_layer_input:
+        params += 2 * hidden * per_layer_input + hidden  # gate, projection, norm
+    unpicked = 0
+    if tc.get("enable_moe_block"):
+        experts, moe_inter = tc["num_experts"], tc["moe_intermediate_size"]
+        per_expert = 3 * hidden * moe_inter
+        params += hidden + experts + experts * hidden  # router scale, per-expert scale, projection
+        params += experts * per_expert + 3 * hidden  # experts, three extra norms
+        unpicked = (experts - tc["top_k_experts"]) * per_expert
+    return params, unpicked
+
+
+def _kv_bytes(tc: Mapping, context_tokens: int, kv_bytes_per_element: float) -> float:
+    total = 0.0
+    shared_from = tc["num_hidden_layers"] - (tc.get("num_kv_shared_layers") or 0)
+    for index, kind in enumerate(tc["layer_types"][:shared_from]):
+        is_full = kind == "full_attention"
+        k_eq_v = bool(tc.get("attention_k_eq_v")) and is_full
+        head_dim = tc["global_head_dim"] if is_full and tc.get("global_head_dim") else tc["head_dim"]
+        kv_heads = tc["num_global_key_value_heads"] if k_eq_v and tc.get("num_global_key_value_heads") else tc["num_key_value_heads"]
+        tokens = context_tokens if is_full else min(context_tokens, tc.get("sliding_window") or context_tokens)
+        total += 2 * kv_heads * head_dim * kv_bytes_per_element * tokens  # K and V are both cached
+    return total
+
+
+def decode_footprint(
+    text_config: Mapping,
+    *,
+    bytes_per_param: float = 2.0,
+    context_tokens: int = 2048,
+    kv_bytes_per_element: float = 2.0,
+    name: str = "model",
+) -> DecodeFootprint:
+    """Bytes one decoded token reads from a Gemma 4 text stack (batch 1, ``context_tokens`` of history)."""
+    if text_config.get("model_type") not in (None, "gemma4_text", "gemma4") or "layer_types" not in text_config:
+        raise UserError(
+            f"{name}: the bytes-per-token estimate knows Gemma 4 text stacks (model_type gemma4_text), "
+            f"not {text_config.get('model_type')!r}",
+            hint="measure c instead: tune --step-times DRAFT_ONLY.json TARGET_ONLY.json",
+        )
+    if text_config.get("num_kv_shared_layers") == text_config.get("num_hidden_layers"):
+        raise UserError(
+            f"{name} shares every layer's KV cache (an MTP assistant); its cost is not a standalone decode",
+            hint="measure c with bench instead, or give --cost-ratio",
+        )
+    hidden, vocab = text_config["hidden_size"], text_config["vocab_size"]
+    layers = text_config["num_hidden_layers"]
+    total, unpicked = hidden * vocab + hidden, 0  # embedding (tied: also the LM head), final norm
+    if not text_config.get("tie_word_embeddings", True):
+        total += hidden * vocab
+    per_layer_input = text_config.get("hidden_size_per_layer_input") or 0
+    lookup_only = 0 if text_config.get("tie_word_embeddings", True) else hidden * vocab
+    if per_layer_input:
+        table = (text_config.get("vocab_size_per_layer_input") or vocab) * layers * per_layer_input
+        total += table + hidden * layers * per_layer_input + per_layer_input
+        lookup_only += table  # one row per token is read, not the table
+    for index in range(layers):
+        params, idle = _layer_params(text_config, index)
+        total += params
+        unpicked += idle
+    active = total - lookup_only - unpicked
+    return DecodeFootprint(
+        name=name,
+        total_params=total,
+        active_params=active,
+        weight_bytes=active * bytes_per_param,
+        kv_bytes=_kv_bytes(text_config, context_tokens, kv_bytes_per_element),
+    )
+
+
+def estimate_cost_ratio(draft: DecodeFootprint, target: DecodeFootprint) -> float:
+    """c estimated as bytes read per token, draft over target (bandwidth-bound lower bound)."""
+    return draft.bytes_per_token / target.bytes_per_token
+
+
+def bytes_per_param(dtype: str) -> float:
+    """Bytes per weight for a dtype name (bf16, fp16, fp8, nvfp4) or a plain number."""
+    key = dtype.strip().lower()
+    if key in BYTES_PER_PARAM:
+        return BYTES_PER_PARAM[key]
+    try:
+        value = float(key)
+    except ValueError:
+        raise UserError(
+            f"unknown weight dtype {dtype!r}", hint=f"use one of {', '.join(BYTES_PER_PARAM)} or bytes per weight"
+        ) from None
+    if value <= 0:
+        raise UserError(f"bytes per weight must be > 0, got {dtype}")
+    return value
+
+
+def cost_ratio_from_step_times(draft_step_ms: float, target_step_ms: float) -> float:
+    """c measured: draft decode step time over target decode step time."""
+    if not (draft_step_ms > 0 and target_step_ms > 0):
+        raise UserError(f"step times must be > 0 ms (draft {draft_step_ms}, target {target_step_ms})")
+    return draft_step_ms / target_step_ms

@@ -1,0 +1,68 @@
+"""The prompt set a bench run sends: a small built-in set, or a JSONL file of the user's own."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdraft.errors import UserError
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request: plain ``text`` goes to /v1/completions, ``messages`` to /v1/chat/completions."""
+
+    text: str | None = None
+    messages: tuple[dict, ...] | None = None
+
+
+# Mixed on purpose: code and structured text (drafts do well), open prose (drafts do worse), repetition
+# (n-gram speculation does well). Acceptance, and so the speedup, depends on the workload.
+BUILTIN_PROMPTS: tuple[Prompt, ...] = tuple(
+    Prompt(text=t)
+    for t in (
+        "Write a Python function that parses an ISO 8601 date string and returns a datetime object. "
+        "Include a docstring and three doctest examples.\n\n```python\n",
+        "Summarise the main causes of the French Revolution in five bullet points.\n\n-",
+        "List the first twenty elements of the periodic table with their symbols, one per line, "
+        "in the format 'number. name (symbol)'.\n\n1. Hydrogen (H)\n2.",
+        "Translate into French: 'The weather is lovely today, so we will walk to the market and buy "
+        "fresh bread, cheese and some fruit for the picnic.'\n\nFrench:",
+        "Explain to a new engineer, step by step, how a hash map handles collisions.\n\nStep 1:",
+        "Write a short story that begins: 'The lighthouse keeper had not seen a ship in eleven years.'\n\n",
+        "Convert this JSON to YAML:\n{\"name\": \"specdraft\", \"version\": \"0.1.0\", \"dependencies\": "
+        "[\"libcst\", \"pydantic\", \"httpx\"], \"scripts\": {\"specdraft\": \"specdraft.cli:main\"}}\n\nYAML:\n",
+        "Write a SQL query that returns, for each customer, their total order value in 2025, "
+        "highest first, from tables customers(id, name) and orders(id, customer_id, placed_at, total).\n\n",
+    )
+)
+
+
+def load_prompts(path: Path) -> tuple[Prompt, ...]:
+    """Prompts from a JSONL file: one object per line with ``"prompt": str`` or ``"messages": [...]``."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise UserError(f"prompt file {path} does not exist",
+                        hint='write one JSON object per line: {"prompt": "..."} or {"messages": [...]}') from None
+    except OSError as err:
+        raise UserError(f"cannot read prompt file {path}: {err}") from None
+    prompts = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{path}:{number}: not JSON ({err.msg})") from None
+        if isinstance(item, dict) and isinstance(item.get("prompt"), str):
+            prompts.append(Prompt(text=item["prompt"]))
+        elif isinstance(item, dict) and isinstance(item.get("messages"), list) and item["messages"]:
+            prompts.append(Prompt(messages=tuple(item["messages"])))
+        else:
+            raise UserError(f'{path}:{number}: expected {{"prompt": "..."}} or {{"messages": [...]}}')
+    if not prompts:
+        raise UserError(f"prompt file {path} holds no prompts")
+    return tuple(prompts)

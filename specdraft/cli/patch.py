@@ -1,0 +1,160 @@
+"""``specdraft patch {list,status,diff,apply,verify,revert}``: the patch engine from the terminal.
+
+Exit codes: 0 ok / nothing pending; 1 something pending (``diff``, ``status --check``), a failed
+verification or a refused state (drifted, changed since apply); 2 bad input; 3 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections import Counter
+
+from specdraft.errors import ExitCode
+
+_TARGET_HELP = "default: the vLLM of the interpreter running specdraft"
+
+
+def register(subparsers, name: str, help_text: str) -> None:
+    parser = subparsers.add_parser(name, help=help_text, description=(
+        "Apply, verify, revert or dry-run the hotfixes vLLM 0.19-0.33 needs for a Gemma 4 "
+        "E2B/E4B draft beside a 31B target. The engine edits the installed sources with libcst "
+        "and never imports vLLM."))
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="the hotfix catalog")
+    listing.add_argument("--json", action="store_true", help="print a JSON list")
+    listing.set_defaults(run=_run_list)
+
+    for action, help_line, run in (
+        ("status", "where each hotfix stands: pending, applied, fixed-upstream, drifted, not-applicable", _run_status),
+        ("diff", "print the unified diff apply would write; exit 1 while anything is pending", _run_diff),
+        ("apply", "apply the pending hotfixes (atomic, backed up, journaled; twice changes nothing)", _run_apply),
+        ("verify", "confirm the fixes are present; --probe also exercises them in the target interpreter", _run_verify),
+        ("revert", "restore the original bytes of the patched files", _run_revert),
+    ):
+        sub = actions.add_parser(action, help=help_line, description=help_line)
+        target = sub.add_mutually_exclusive_group()
+        target.add_argument("--python", metavar="EXE", help=f"the interpreter whose vLLM to patch ({_TARGET_HELP})")
+        target.add_argument("--vllm-root", metavar="DIR",
+                            help="a directory containing the vllm package: site-packages, unpacked wheel, container file system")
+        sub.add_argument("--only", metavar="ID", nargs="+", action="extend", help="only these hotfixes (see `patch list`)")
+        sub.add_argument("--json", action="store_true", help="print a JSON list of reports")
+        if action == "status":
+            sub.add_argument("--check", action="store_true", help="exit 1 while any hotfix is pending (for CI)")
+        if action == "verify":
+            sub.add_argument("--probe", action="store_true",
+                             help="also run each hotfix's behavioural probe in the target interpreter (slow: imports vLLM)")
+        if action == "revert":
+            sub.add_argument("--force", action="store_true", help="restore the original even if the file changed since apply")
+        sub.set_defaults(run=run)
+
+
+def _run_list(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import list_hotfixes
+
+    hotfixes = list_hotfixes()
+    if args.json:
+        print(json.dumps([
+            {"id": h.id, "title": h.title, "why": h.why, "package": h.package, "versions": h.versions,
+             "function": h.function, "modules": list(h.modules)}
+            for h in hotfixes
+        ], indent=2))
+        return ExitCode.OK
+    for h in hotfixes:
+        print(f"{h.id:<32} {h.package}{h.versions:<10} {h.title}")
+    print(f"{len(hotfixes)} hotfixes")
+    return ExitCode.OK
+
+
+def _run_status(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import Status, status
+
+    install = _locate(args)
+    reports = status(install, only=args.only)
+    _render(args, install, reports)
+    counts = Counter(r.status for r in reports)
+    if counts[Status.DRIFTED] or (args.check and counts[Status.PENDING]):
+        return ExitCode.ATTENTION
+    return ExitCode.OK
+
+
+def _run_diff(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import Status, diff
+
+    install = _locate(args)
+    reports = diff(install, only=args.only)
+    if args.json:
+        print(json.dumps([r.to_json() for r in reports], indent=2))
+    else:
+        sys.stdout.write("".join(r.diff for r in reports))
+        _render(args, install, reports, stream=sys.stderr)
+    pending_or_drifted = any(r.status in (Status.PENDING, Status.DRIFTED) for r in reports)
+    return ExitCode.ATTENTION if pending_or_drifted else ExitCode.OK
+
+
+def _run_apply(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import Outcome, apply
+
+    install = _locate(args)
+    reports = apply(install, only=args.only)
+    _render(args, install, reports)
+    return ExitCode.ATTENTION if any(r.outcome is Outcome.REFUSED for r in reports) else ExitCode.OK
+
+
+def _run_verify(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import Outcome, verify
+
+    install = _locate(args)
+    if args.probe:
+        print(f"probing in {install.python or sys.executable} (imports vLLM; may take a minute) ...", file=sys.stderr)
+    reports = verify(install, only=args.only, probe=args.probe)
+    _render(args, install, reports)
+    return ExitCode.ATTENTION if any(r.outcome is Outcome.FAILED for r in reports) else ExitCode.OK
+
+
+def _run_revert(args: argparse.Namespace) -> ExitCode:
+    from specdraft.patching import Outcome, revert
+
+    install = _locate(args)
+    reports = revert(install, only=args.only, force=args.force)
+    _render(args, install, reports)
+    return ExitCode.ATTENTION if any(r.outcome is Outcome.REFUSED for r in reports) else ExitCode.OK
+
+
+def _locate(args: argparse.Namespace):
+    from specdraft.patching import locate
+
+    return locate(python=args.python, vllm_root=args.vllm_root)
+
+
+def _render(args, install, reports, stream=None) -> None:
+    """One line per hotfix, then a summary line (or, with --json, the reports as a JSON list)."""
+    from specdraft.patching import Status
+
+    stream = stream or sys.stdout
+    if args.json:
+        print(json.dumps([r.to_json() for r in reports], indent=2), file=stream)
+        return
+    for r in reports:
+        done = f"{r.outcome}: " if r.outcome else ""
+        where = f"  [{r.function}]" if r.file else ""
+        print(f"{r.id:<32} {r.status.value:<15} {done}{r.detail}{where}", file=stream)
+    counts = Counter(r.status.value for r in reports)
+    summary = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
+    print(f"{install.describe()}: {summary}", file=stream)
+    target = _target_flags(args)
+    if args.action in ("status", "diff") and counts[Status.PENDING.value]:
+        print(f"next: specdraft patch apply{target}", file=stream)
+    if counts[Status.DRIFTED.value]:
+        print(f"next: vLLM changed around a hotfix's anchor; see `specdraft patch diff{target}` and report it", file=stream)
+
+
+def _target_flags(args: argparse.Namespace) -> str:
+    if args.python:
+        return f" --python {shlex.quote(args.python)}"
+    if args.vllm_root:
+        return f" --vllm-root {shlex.quote(args.vllm_root)}"
+    return ""

@@ -1,0 +1,86 @@
+"""``specdraft quantize``: make an NVFP4 / FP8 Gemma 4 draft with NVIDIA ModelOpt.
+
+The model is checked (Gemma 4, safetensors weights present, not already quantized, enough memory)
+before anything is loaded; the export is written to a staging directory and moved to ``--out``
+only once it reads back as the requested scheme.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from specdraft.errors import ExitCode
+from specdraft.quantization.quantize import SCHEME_PRESETS, plan_quantization, quantize_draft
+
+
+def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
+    parser = subparsers.add_parser(
+        name, help=help_text, description=__doc__.split("\n\n")[0].strip("`").replace("``", "`"),
+    )
+    parser.add_argument("--model", required=True, type=Path, help="BF16 Gemma 4 checkpoint directory (e.g. gemma-4-E2B-it)")
+    parser.add_argument("--out", required=True, type=Path, help="new directory for the quantized draft")
+    parser.add_argument("--scheme", choices=list(SCHEME_PRESETS), default="nvfp4",
+                        help="nvfp4: FP4 weights+activations (Blackwell); nvfp4-a16: FP4 weights only; "
+                             "fp8: FP8 weights+activations (Hopper/Ada/Blackwell). Default: nvfp4")
+    parser.add_argument("--calib", default="builtin",
+                        help="builtin (default), random-tokens (random test models), or a .txt / .jsonl file")
+    parser.add_argument("--calib-samples", type=int, default=None, help="use at most this many calibration samples")
+    parser.add_argument("--max-seq-len", type=int, default=512, help="truncate calibration samples (default 512 tokens)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                        help="also keep modules matching this ModelOpt wildcard in BF16 (repeatable), e.g. '*self_attn*'")
+    parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
+    parser.add_argument("--dry-run", action="store_true", help="check the model and print the plan; load nothing")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    device = _resolve_device(args.device)
+    plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device)
+    plan_view = {
+        "model": str(plan.model_dir), "architecture": plan.architecture, "scheme": plan.scheme,
+        "parameters": plan.parameters, "required_gib": round(plan.required_bytes / 1024**3, 2),
+        "available_gib": round(plan.available_bytes / 1024**3, 2), "device": plan.device,
+        "kv_shared_layers": list(plan.kv_shared_layers), "exclusions": list(plan.exclusions),
+    }
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"plan": plan_view}, indent=2))
+        else:
+            print(f"would quantize {plan.model_dir} ({plan.architecture}, {plan.parameters / 1e9:.2f}B parameters) "
+                  f"to {plan.scheme} on {plan.device}: needs ~{plan_view['required_gib']} GiB, "
+                  f"{plan_view['available_gib']} GiB available")
+            print(f"kept in BF16: {', '.join(plan.exclusions)}")
+        return ExitCode.OK
+    result = quantize_draft(plan, args.out, calib=args.calib, samples=args.calib_samples, max_seq_len=args.max_seq_len)
+    info = result.info
+    if args.json:
+        print(json.dumps({
+            "plan": plan_view, "out": str(result.out_dir), "modelopt_version": result.modelopt_version,
+            "calibration": {"sequences": result.calibration_sequences, "tokens": result.calibration_tokens},
+            "seconds": {k: round(v, 2) for k, v in result.seconds.items()},
+            "quantization": info.model_dump(mode="json", exclude={"raw", "legacy_file", "quantized_modules"}),
+            "findings": [f.model_dump() for f in result.findings],
+        }, indent=2))
+    else:
+        print(f"wrote {result.out_dir}: {info.scheme} (ModelOpt {result.modelopt_version}, quant_algo {info.quant_algo}, "
+              f"group {info.group_size}), {len(info.quantized_modules)} modules quantized, "
+              f"{result.seconds['total']:.1f}s")
+        print(f"serve it with --quantization {info.vllm_quantization} "
+              f"(speculative config: \"quantization\": \"{info.vllm_quantization}\")")
+        for finding in result.findings:
+            print(f"{finding.severity}: {finding.message}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,155 @@
+"""``specdraft template``: prove a Gemma 4 chat template cannot leak thoughts, or probe a live server.
+
+    specdraft template check FILE [--variant e|large] [--json]
+    specdraft template probe --base-url URL --model NAME [--json]
+    specdraft template path [--variant e|large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from specdraft.errors import ExitCode, UserError
+
+
+def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
+    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    commands = parser.add_subparsers(dest="template_command", metavar="SUBCOMMAND", required=True)
+
+    check = commands.add_parser(
+        "check",
+        help="render the scenario matrix (both content formats) and report every leak or format defect",
+        description="Render FILE the way vLLM does on every scenario, in the 'string' and 'openai' content "
+        "formats, and report each rule it breaks. Exit 0: no findings; 1: findings; 2: unreadable or broken template.",
+    )
+    check.add_argument("file", metavar="FILE", help="the Jinja chat template to check")
+    check.add_argument(
+        "--variant",
+        choices=["e", "large"],
+        help="the model size it serves: e (E2B/E4B) or large (26B-A4B/31B); default: detected from the "
+        "template's thinking-off generation prompt",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    check.set_defaults(run=run_check)
+
+    probe = commands.add_parser(
+        "probe",
+        help="send scenario requests (streaming and not) to a running server and scan the answers for leaks",
+        description="Send chat requests to an OpenAI-compatible server and scan every answer (content and "
+        "tool calls) for Gemma 4 thought-channel markers. Exit 0: clean; 1: leaks or failed requests; "
+        "2: server unreachable.",
+    )
+    probe.add_argument("--base-url", required=True, help="OpenAI API root, e.g. http://localhost:8000/v1")
+    probe.add_argument("--model", required=True, help="the served model name")
+    probe.add_argument("--api-key", help="bearer token, if the server wants one")
+    probe.add_argument("--max-tokens", type=int, default=64, help="max_tokens per request (default 64)")
+    probe.add_argument(
+        "--extra-body",
+        metavar="JSON",
+        help='a JSON object merged into every request, e.g. \'{"chat_template_kwargs": {"enable_thinking": false}}\'',
+    )
+    probe.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    probe.set_defaults(run=run_probe)
+
+    path = commands.add_parser("path", help="print the path of the template specdraft ships")
+    path.add_argument("--variant", choices=["e", "large"], required=True)
+    path.set_defaults(run=run_path)
+
+
+def run_check(args: argparse.Namespace) -> ExitCode:
+    from specdraft.templates import TemplateSourceError, check_template
+    from specdraft.templates.check import detect_variant
+
+    file = Path(args.file)
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read {file}: {err}", hint="pass the path of a Jinja chat template") from None
+    try:
+        variant = args.variant or detect_variant(source)
+        findings = check_template(source, variant)
+    except TemplateSourceError as err:
+        raise UserError(
+            f"{file}:{err.lineno or '?'}: template syntax error: {err.message}",
+            hint=f"fix line {err.lineno or '?'} of {file}, then rerun `specdraft template check {file}`",
+        ) from None
+    detected = "" if args.variant else " (detected; pass --variant to choose)"
+    if args.json:
+        report = {"file": str(file), "variant": variant, "ok": not findings, "findings": [f.to_dict() for f in findings]}
+        print(json.dumps(report, indent=2))
+    else:
+        for finding in findings:
+            print(f"{finding.rule}  {finding.scenario} [{finding.content_format}]: {finding.message}")
+            if finding.excerpt:
+                print(f"    {finding.excerpt}")
+            print(f"    fix: {finding.fix}")
+        rules = sorted({f.rule for f in findings})
+        verdict = f"{len(findings)} finding(s): {', '.join(rules)}" if findings else "no findings"
+        print(f"{file}: variant {variant}{detected}: {verdict}")
+        if findings:
+            print(f"next: use specdraft's own template: {_shipped_hint(variant)}", file=sys.stderr)
+    return ExitCode.ATTENTION if findings else ExitCode.OK
+
+
+def _shipped_hint(variant: str) -> str:
+    from specdraft.templates import shipped_template
+
+    return f"--chat-template {shipped_template(variant)}"
+
+
+def run_probe(args: argparse.Namespace) -> ExitCode:
+    import httpx
+
+    from specdraft.templates import probe_server
+
+    extra_body = None
+    if args.extra_body:
+        try:
+            extra_body = json.loads(args.extra_body)
+        except json.JSONDecodeError as err:
+            raise UserError(f"--extra-body is not JSON: {err}", hint="pass a JSON object, e.g. '{}'") from None
+        if not isinstance(extra_body, dict):
+            raise UserError("--extra-body must be a JSON object", hint="wrap the fields in {...}")
+
+    def show(result) -> None:
+        if args.json:
+            return
+        mode = "stream" if result.stream else "plain "
+        if result.error:
+            status = f"ERROR {result.error}"
+        elif result.leaks:
+            status = "LEAK  " + "; ".join(f"{leak.marker!r} in {leak.where}: {leak.excerpt}" for leak in result.leaks)
+        else:
+            status = "ok"
+        print(f"{result.request:<22} {mode}  {status}", flush=True)
+
+    try:
+        results = probe_server(
+            args.base_url, args.model, api_key=args.api_key, max_tokens=args.max_tokens,
+            extra_body=extra_body, progress=show,
+        )
+    except httpx.TransportError as err:
+        raise UserError(
+            f"cannot reach {args.base_url}: {err}",
+            hint="start the server (specdraft launch ...) or fix --base-url (it ends in /v1)",
+        ) from None
+    bad = [r for r in results if not r.ok]
+    if args.json:
+        print(json.dumps({"base_url": args.base_url, "model": args.model, "ok": not bad,
+                          "results": [r.to_dict() for r in results]}, indent=2))
+    else:
+        print(f"{args.base_url}: {len(results) - len(bad)} of {len(results)} answers clean")
+        if any(r.leaks for r in results):
+            print("next: serve with --reasoning-parser gemma4 and specdraft's template "
+                  "(`specdraft template path --variant e|large`)", file=sys.stderr)
+    return ExitCode.ATTENTION if bad else ExitCode.OK
+
+
+def run_path(args: argparse.Namespace) -> ExitCode:
+    from specdraft.templates import shipped_template
+
+    print(shipped_template(args.variant))
+    return ExitCode.OK

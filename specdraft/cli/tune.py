@@ -1,0 +1,212 @@
+"""``specdraft tune``: recommend num_speculative_tokens from measured acceptance and step costs.
+
+Acceptance comes from a bench result (``--from-bench``) or is given (``--per-position-acceptance``, vLLM's
+unconditional rates). The cost ratio c (draft step / target step) is given (``--cost-ratio``), measured
+(``--step-times DRAFT_ONLY.json TARGET_ONLY.json``: bench runs of each model served alone) or estimated from
+bytes read per token (``--shapes TARGET_CONFIG DRAFT_CONFIG``). An optional per-step overhead o is given in
+ms or as a fraction of a target step, or measured (``--measure-overhead``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from specdraft.bench import (
+    Recommendation,
+    SchedulePoint,
+    acceptance_from_result,
+    bytes_per_param,
+    cost_ratio_from_results,
+    decode_footprint,
+    estimate_cost_ratio,
+    load_result,
+    load_text_config,
+    overhead_fraction,
+    overhead_from_results,
+    recommend,
+    recommend_schedule,
+    step_ms,
+    validate_acceptance,
+)
+from specdraft.errors import ExitCode, UserError
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    acceptance: tuple[float, ...]
+    acceptance_source: str
+    cost_ratio: float
+    cost_source: str
+    overhead: float
+    overhead_source: str
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def register(subparsers, name: str, help_text: str) -> None:
+    parser = subparsers.add_parser(name, help=help_text, description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-bench", metavar="RESULT.json", type=Path,
+                        help="acceptance measured by `specdraft bench` against the speculative server")
+    source.add_argument("--per-position-acceptance", metavar="A1,A2,...", type=_float_list,
+                        help="unconditional acceptance per draft position, as vLLM reports it")
+    cost = parser.add_mutually_exclusive_group()
+    cost.add_argument("--cost-ratio", metavar="C", type=float, help="draft step time / target step time")
+    cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"), type=Path,
+                      help="bench results of the draft and the target each served alone (same workload)")
+    cost.add_argument("--shapes", nargs=2, metavar=("TARGET_CONFIG", "DRAFT_CONFIG"), type=Path,
+                      help="estimate c from bytes read per token of two config.json files (a lower bound)")
+    parser.add_argument("--target-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
+    parser.add_argument("--draft-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
+    parser.add_argument("--context", type=int, default=2048, metavar="TOKENS",
+                        help="with --shapes: context length whose KV cache each token reads (default 2048)")
+    overhead = parser.add_mutually_exclusive_group()
+    overhead.add_argument("--overhead-fraction", type=float, metavar="O",
+                          help="fixed cost per speculative step, in target steps (default 0)")
+    overhead.add_argument("--overhead-ms", type=float, metavar="MS",
+                          help="fixed cost per speculative step in ms (needs --target-step-ms or --step-times)")
+    overhead.add_argument("--measure-overhead", action="store_true",
+                          help="derive the overhead from --from-bench and --step-times (same workload)")
+    parser.add_argument("--target-step-ms", type=float, metavar="MS", help="target decode step time, for --overhead-ms")
+    parser.add_argument("--concurrency", type=int, metavar="N",
+                        help="use the bench results at this concurrency (default: acceptance pooled over all "
+                             "levels, step times at the lowest)")
+    parser.add_argument("--max-k", type=int, default=8, metavar="N", help="largest K to consider (default 8)")
+    parser.add_argument("--no-extrapolation", action="store_true",
+                        help="consider only measured positions (K up to the server's num_speculative_tokens)")
+    parser.add_argument("--schedule", action="store_true",
+                        help="also give num_speculative_tokens_per_batch_size, one K per measured concurrency "
+                             "(needs --from-bench and --step-times with several levels)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=run)
+
+
+def _inputs(args) -> _Inputs:
+    result = load_result(args.from_bench) if args.from_bench else None
+    if result is not None:
+        acceptance = acceptance_from_result(result, args.concurrency)
+        where = "pooled over all levels" if args.concurrency is None else f"at concurrency {args.concurrency}"
+        acceptance_source = f"measured by bench ({args.from_bench}, {where})"
+    else:
+        acceptance = validate_acceptance(args.per_position_acceptance)
+        acceptance_source = "given"
+
+    draft_only = target_only = None
+    if args.cost_ratio is not None:
+        cost_ratio, cost_source = args.cost_ratio, "given"
+    elif args.step_times:
+        draft_only, target_only = load_result(args.step_times[0]), load_result(args.step_times[1])
+        cost_ratio = cost_ratio_from_results(draft_only, target_only, args.concurrency)
+        cost_source = f"measured: draft step / target step from {args.step_times[0]} and {args.step_times[1]}"
+    elif args.shapes:
+        target = decode_footprint(load_text_config(args.shapes[0]), bytes_per_param=bytes_per_param(args.target_dtype),
+                                  context_tokens=args.context, name=str(args.shapes[0]))
+        draft = decode_footprint(load_text_config(args.shapes[1]), bytes_per_param=bytes_per_param(args.draft_dtype),
+                                 context_tokens=args.context, name=str(args.shapes[1]))
+        cost_ratio = estimate_cost_ratio(draft, target)
+        cost_source = (f"estimated from bytes read per token at {args.context} tokens of context: draft "
+                       f"{draft.bytes_per_token / 1e9:.2f} GB / target {target.bytes_per_token / 1e9:.2f} GB "
+                       "(a lower bound: small drafts rarely reach full memory bandwidth)")
+    else:
+        raise UserError("tune needs the cost ratio c of a draft step to a target step",
+                        hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
+                             "or --shapes TARGET_CONFIG DRAFT_CONFIG")
+
+    if args.overhead_fraction is not None:
+        overhead, overhead_source = args.overhead_fraction, "given"
+    elif args.overhead_ms is not None:
+        if args.target_step_ms is not None:
+            target_ms = args.target_step_ms
+        elif target_only is not None:
+            target_ms = step_ms(target_only, args.concurrency, "target-only")
+        else:
+            raise UserError("--overhead-ms needs the target's step time to compare against",
+                            hint="add --target-step-ms MS, or --step-times DRAFT_ONLY.json TARGET_ONLY.json")
+        overhead = overhead_fraction(args.overhead_ms, target_ms)
+        overhead_source = f"given: {args.overhead_ms} ms per step over a {target_ms:.2f} ms target step"
+    elif args.measure_overhead:
+        if result is None or draft_only is None:
+            raise UserError("--measure-overhead needs the speculative run and both step-time runs",
+                            hint="add --from-bench SPEC.json --step-times DRAFT_ONLY.json TARGET_ONLY.json")
+        overhead = overhead_from_results(result, draft_only, target_only, args.concurrency)
+        overhead_source = (f"measured: the step time of {args.from_bench} beyond one target step plus "
+                           f"K draft steps")
+    else:
+        overhead, overhead_source = 0.0, "none modelled"
+    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source)
+
+
+def _schedule(args) -> list[tuple[int, int, int]]:
+    if not (args.from_bench and args.step_times):
+        raise UserError("--schedule needs per-concurrency measurements",
+                        hint="add --from-bench SPEC.json --step-times DRAFT_ONLY.json TARGET_ONLY.json "
+                             "(each benched with the same --concurrency levels)")
+    spec = load_result(args.from_bench)
+    draft_only, target_only = load_result(args.step_times[0]), load_result(args.step_times[1])
+    points = []
+    for level in spec.levels:
+        n = level.concurrency
+        points.append(SchedulePoint(
+            batch_size=n,
+            per_position_acceptance=acceptance_from_result(spec, n),
+            cost_ratio=cost_ratio_from_results(draft_only, target_only, n),
+            overhead=overhead_from_results(spec, draft_only, target_only, n) if args.measure_overhead
+            else (args.overhead_fraction or 0.0),
+        ))
+    return recommend_schedule(points, max_k=args.max_k,
+                              extrapolation="none" if args.no_extrapolation else "geometric")
+
+
+def _render(rec: Recommendation, inputs: _Inputs, schedule) -> str:
+    lines = []
+    if rec.speculate:
+        lines.append(f"recommended num_speculative_tokens: {rec.recommended_k} "
+                     f"(predicted speedup {rec.predicted_speedup:.2f}x over the target alone)")
+    else:
+        lines.append("recommended: no speculation (no K is predicted to beat the target alone)")
+    lines += [
+        "model: S(K) = E(K) / (1 + K*c + o), E(K) = 1 + a_1 + ... + a_K",
+        f"  acceptance a_i: {inputs.acceptance_source}: {', '.join(f'{a:.3f}' for a in inputs.acceptance)}",
+        f"  c = {inputs.cost_ratio:.4f}: {inputs.cost_source}",
+        f"  o = {inputs.overhead:.4f}: {inputs.overhead_source}",
+        f"  {rec.extrapolation.explain()}",
+        "",
+        "   K    a_K   E(K)   cost  speedup",
+    ]
+    for row in rec.table:
+        mark = "*" if row.extrapolated else " "
+        pick = "  <- recommended" if row.k == rec.recommended_k else ""
+        lines.append(f"  {row.k:2d}  {row.acceptance:.3f}{mark} {row.expected_tokens_per_step:5.2f}  "
+                     f"{row.step_cost:5.2f}  {row.predicted_speedup:5.2f}x{pick}")
+    if any(row.extrapolated for row in rec.table):
+        lines.append("  * extrapolated, not measured")
+    lines += [f"note: {n}" for n in rec.notes]
+    if schedule is not None:
+        lines.append(f"num_speculative_tokens_per_batch_size: {json.dumps([list(s) for s in schedule])}")
+    return "\n".join(lines)
+
+
+def run(args) -> ExitCode:
+    inputs = _inputs(args)
+    rec = recommend(inputs.acceptance, inputs.cost_ratio, max_k=args.max_k, overhead=inputs.overhead,
+                    extrapolation="none" if args.no_extrapolation else "geometric")
+    schedule = _schedule(args) if args.schedule else None
+    if args.json:
+        out = rec.to_json()
+        out["sources"] = {"acceptance": inputs.acceptance_source, "cost_ratio": inputs.cost_source,
+                          "overhead": inputs.overhead_source}
+        if schedule is not None:
+            out["num_speculative_tokens_per_batch_size"] = [list(s) for s in schedule]
+        print(json.dumps(out, indent=2))
+    else:
+        print(_render(rec, inputs, schedule))
+    return ExitCode.OK

@@ -1,0 +1,47 @@
+"""The patch engine: apply, verify, revert and dry-run vLLM's KV-sharing hotfixes with libcst.
+
+It edits *another* interpreter's vLLM and never imports vLLM (or torch) itself::
+
+    from specdraft.patching import locate, status, apply, verify, revert, diff, list_hotfixes
+
+    install = locate(python="/opt/venv/bin/python")      # or vllm_root=DIR, or neither
+    for report in apply(install):                         # one HotfixReport per hotfix
+        print(report.id, report.status, report.outcome, report.file)
+
+Every report has ``id``, ``status`` (``Status``: pending, applied, fixed-upstream, drifted,
+not-applicable), ``file``, ``vllm_version`` and ``detail``; ``apply``/``verify``/``revert`` also
+say what they did in ``outcome``, and ``diff`` carries the unified diff. Bad input (no vLLM, a
+missing interpreter, an unknown id, a read-only or unparsable file) raises ``UserError``; an
+unsafe state is a report with status ``drifted`` or outcome ``refused``, never an exception.
+"""
+
+from specdraft.patching.catalog import list_hotfixes
+from specdraft.patching.engine import apply, diff, revert, status, verify
+from specdraft.patching.locate import VllmInstall, locate
+from specdraft.patching.reports import HotfixReport, Outcome, Status
+
+__all__ = [
+    "Finding",
+    "Fixture",
+    "Hotfix",
+    "HotfixReport",
+    "Outcome",
+    "Status",
+    "VllmInstall",
+    "apply",
+    "diff",
+    "list_hotfixes",
+    "locate",
+    "revert",
+    "status",
+    "verify",
+]
+
+
+def __getattr__(name: str):
+    # The hotfix authoring classes pull in libcst; load them only when asked for.
+    if name in ("Finding", "Fixture", "Hotfix"):
+        from specdraft.patching import hotfix
+
+        return getattr(hotfix, name)
+    raise AttributeError(f"module 'specdraft.patching' has no attribute {name!r}")

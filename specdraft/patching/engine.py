@@ -1,0 +1,378 @@
+"""The operations: status, diff, apply, verify, revert, each returning one ``HotfixReport`` per hotfix.
+
+Decisions are made on the tree as it is now (the marker and the fixed form in the parsed source),
+never on the journal: the journal only serves revert. ``apply`` and ``revert`` hold the install's
+lock and decide again under it, so two concurrent runs serialise and the second one sees the
+first one's result. Nothing here imports the package being patched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from specdraft.errors import UserError
+from specdraft.patching import catalog
+from specdraft.patching.journal import Journal, drop_bytecode, is_writable, sha256, write_atomically
+from specdraft.patching.locate import VllmInstall
+from specdraft.patching.reports import HotfixReport, Outcome, Status
+
+from specdraft.patching.status_memo import StatusMemo
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from specdraft.patching.catalog import CatalogEntry
+
+# libcst is imported where a file must be parsed, so a status answered from the memo never pays
+# for it (importing libcst and its matchers costs more than half of a cold `status`).
+
+
+@dataclass
+class _Assessment:
+    entry: CatalogEntry
+    status: Status
+    detail: str
+    file: Path | None = None
+    module_name: str = ""
+
+
+class _Tree:
+    """The install's sources as read during one operation: each file read and parsed at most once."""
+
+    def __init__(self, install: VllmInstall):
+        self.install = install
+        self._parsed: dict[Path, cst.Module] = {}
+
+    def file_of(self, module_name: str) -> Path:
+        return self.install.root.joinpath(*module_name.split(".")).with_suffix(".py")
+
+    def module_name_of(self, path: Path) -> str:
+        return ".".join(path.relative_to(self.install.root).with_suffix("").parts)
+
+    def parse(self, path: Path) -> cst.Module:
+        import libcst as cst
+
+        if path not in self._parsed:
+            try:
+                source = path.read_bytes()
+            except OSError as err:
+                raise UserError(f"cannot read {path}: {err.strerror}", hint="check the file's permissions") from None
+            try:
+                self._parsed[path] = cst.parse_module(source)
+            except cst.ParserSyntaxError as err:
+                raise UserError(
+                    f"{path} does not parse as Python (line {err.raw_line}, column {err.raw_column}): nothing was changed",
+                    hint=f"reinstall vLLM to get an intact file: {_reinstall_command(self.install)}",
+                ) from None
+        return self._parsed[path]
+
+    def replace(self, path: Path, module: cst.Module) -> None:
+        """Continue with ``module`` as the file's content (diff chains hotfixes of one file)."""
+        self._parsed[path] = module
+
+    def forget(self, path: Path) -> None:
+        self._parsed.pop(path, None)
+
+    def declaring_files(self, entry: CatalogEntry) -> list[Path]:
+        """Files whose text declares ``def entry.function``: the expected modules, else their siblings.
+
+        Cheap text search decides only which files to parse; whether a declaration is a real
+        top-level function is decided on the parsed tree.
+        """
+        declares = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(entry.function.encode()) + rb"\b", re.M)
+        expected = [self.file_of(name) for name in entry.modules]
+
+        def declaring(paths: list[Path]) -> list[Path]:
+            return [path for path in paths if path.is_file() and declares.search(self._read(path))]
+
+        found = declaring(expected)
+        if not found:
+            directories = {path.parent for path in expected if path.parent.is_dir()}
+            siblings = sorted({p for d in directories for p in d.glob("*.py")} - set(expected))
+            found = declaring(siblings)
+        return found
+
+    def _read(self, path: Path) -> bytes:
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            raise UserError(f"cannot read {path}: {err.strerror}", hint="check the file's permissions") from None
+
+
+def status(install: VllmInstall, only: list[str] | None = None) -> list[HotfixReport]:
+    """Where each hotfix stands on ``install``: pending, applied, fixed-upstream, drifted or not-applicable.
+
+    Decisions already made on byte-identical files are reused (see ``status_memo``).
+    """
+    tree = _Tree(install)
+    memo = StatusMemo()
+    reports = []
+    for entry in catalog.select(only):
+        if not _version_in_range(install.version, entry.versions):
+            reports.append(_report(install, _assess(tree, entry)))
+            continue
+        files = tree.declaring_files(entry)
+        key = memo.key(entry.sha256, install.root, files)
+        known = memo.get(key)
+        if known is None:
+            assessment = _assess(tree, entry)
+            memo.put(key, {
+                "status": assessment.status.value, "detail": assessment.detail, "module": assessment.module_name,
+                "file": assessment.file.relative_to(install.root).as_posix() if assessment.file else None,
+            })
+        else:
+            assessment = _Assessment(entry, Status(known["status"]), known["detail"],
+                                     file=install.root / known["file"] if known["file"] else None,
+                                     module_name=known["module"])
+        reports.append(_report(install, assessment))
+    memo.save()
+    return reports
+
+
+def diff(install: VllmInstall, only: list[str] | None = None) -> list[HotfixReport]:
+    """The unified diff ``apply`` would write, per hotfix; changes nothing.
+
+    Hotfixes editing the same file get consecutive diffs, so concatenated they form one patch.
+    """
+    tree = _Tree(install)
+    reports = []
+    for assessment in [_assess(tree, entry) for entry in catalog.select(only)]:
+        text = ""
+        if assessment.status is Status.PENDING:
+            before = tree.parse(assessment.file)
+            after = _rewrite(before, assessment.entry)
+            tree.replace(assessment.file, after)
+            relative = assessment.file.relative_to(install.root).as_posix()
+            text = "".join(difflib.unified_diff(
+                before.code.splitlines(keepends=True), after.code.splitlines(keepends=True),
+                fromfile=f"a/{relative}", tofile=f"b/{relative}",
+            ))
+        reports.append(_report(install, assessment, diff=text))
+    return reports
+
+
+def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixReport]:
+    """Apply every pending hotfix; all or nothing: if one is drifted, no file is written.
+
+    Per file: the pristine bytes are backed up and journaled, the new source is compiled before it
+    is written atomically, and the file's cached bytecode is dropped. Already-applied hotfixes
+    change zero bytes.
+    """
+    selection = catalog.select(only)
+    journal = Journal(install.root, install.package_dir)
+    with journal.locked():
+        tree = _Tree(install)
+        assessments = [_assess(tree, entry) for entry in selection]
+        drifted = [a.entry.id for a in assessments if a.status is Status.DRIFTED]
+        if drifted:
+            return [
+                _report(install, a, outcome=Outcome.REFUSED if a.status in (Status.DRIFTED, Status.PENDING) else Outcome.UNCHANGED,
+                        detail=a.detail if a.status is Status.DRIFTED else f"{a.detail}; not applied because {', '.join(drifted)} is drifted")
+                for a in assessments
+            ]
+        pending_files = sorted({a.file for a in assessments if a.status is Status.PENDING})
+        for path in pending_files:
+            _refuse_read_only(path, install)
+        if pending_files:
+            journal.prepare()
+        for path in pending_files:
+            original = path.read_bytes()
+            module = tree.parse(path)
+            fixes = [a.entry for a in assessments if a.status is Status.PENDING and a.file == path]
+            for entry in fixes:
+                module = _rewrite(module, entry)
+            patched = module.code.encode(_encoding_of(module))
+            compile(patched, str(path), "exec", dont_inherit=True)
+            journal.record_apply(path, original, patched, [entry.id for entry in fixes], install.version)
+            write_atomically(path, patched)
+            drop_bytecode(path)
+            tree.forget(path)
+        reports = []
+        for before in assessments:
+            after = _assess(tree, before.entry)
+            changed = before.status is Status.PENDING
+            detail = "patched" if changed else ("already applied" if after.status is Status.APPLIED else after.detail)
+            reports.append(_report(install, after, outcome=Outcome.CHANGED if changed else Outcome.UNCHANGED, detail=detail))
+        return reports
+
+
+def verify(install: VllmInstall, only: list[str] | None = None, probe: bool = False) -> list[HotfixReport]:
+    """Confirm each fix is in place: statically (re-parse), and with ``probe`` behaviourally.
+
+    The probe runs in the install's interpreter in a subprocess (see ``specdraft.patching.probe``);
+    a probe that cannot run there is a failed verification, with the reason.
+    """
+    from specdraft.patching.probe import run_probes
+
+    tree = _Tree(install)
+    assessments = [_assess(tree, entry) for entry in catalog.select(only)]
+    probed = {}
+    if probe:
+        probed = run_probes(install, [(a.entry.load(), a.module_name) for a in assessments if a.file is not None
+                                      and a.status is not Status.NOT_APPLICABLE])
+    reports = []
+    for assessment in assessments:
+        if assessment.status is Status.NOT_APPLICABLE:
+            reports.append(_report(install, assessment, outcome=Outcome.SKIPPED))
+            continue
+        passed = assessment.status in (Status.APPLIED, Status.FIXED_UPSTREAM)
+        detail = f"fixed form present ({assessment.detail})" if passed else f"fix missing: {assessment.detail}"
+        if assessment.entry.id in probed:
+            result = probed[assessment.entry.id]
+            passed = passed and result.passed
+            detail = f"{detail}; probe {result.describe()}"
+        reports.append(_report(install, assessment, outcome=Outcome.PASSED if passed else Outcome.FAILED, detail=detail))
+    return reports
+
+
+def revert(install: VllmInstall, only: list[str] | None = None, force: bool = False) -> list[HotfixReport]:
+    """Restore the pristine bytes of every file patched by the selected hotfixes.
+
+    Refuses (file untouched) when the file changed since apply, unless ``force``; refuses when the
+    file also carries a hotfix not selected (revert them together).
+    """
+    selection = catalog.select(only)
+    journal = Journal(install.root, install.package_dir)
+    with journal.locked():
+        tree = _Tree(install)
+        records = journal.entries()
+        assessments = [_assess(tree, entry) for entry in selection]
+        selected = {entry.id for entry in selection}
+        refusals: dict[str, str] = {}
+        restore: dict[Path, bytes] = {}
+        for a in assessments:
+            if a.status is not Status.APPLIED or a.file is None:
+                continue
+            record = records.get(journal.relative(a.file))
+            if record is None or a.entry.id not in record.hotfixes:
+                refusals[a.entry.id] = "applied, but the journal has no backup for it (patched by another tool?)"
+                continue
+            if sha256(a.file.read_bytes()) != record.patched_sha256 and not force:
+                refusals[a.entry.id] = f"{a.file} changed since apply; refusing to overwrite it (--force restores the original anyway)"
+                continue
+            others = sorted(set(record.hotfixes) - selected)
+            if others:
+                refusals[a.entry.id] = f"{a.file} also carries {', '.join(others)}; revert them together"
+                continue
+            restore[a.file] = journal.pristine(record)
+        for path in sorted(restore):
+            _refuse_read_only(path, install)
+        if restore:
+            journal.prepare()
+        for path, pristine in sorted(restore.items()):
+            write_atomically(path, pristine)
+            drop_bytecode(path)
+            journal.forget(path)
+            tree.forget(path)
+        reports = []
+        for before in assessments:
+            after = _assess(tree, before.entry)
+            if before.entry.id in refusals:
+                reports.append(_report(install, after, outcome=Outcome.REFUSED, detail=refusals[before.entry.id]))
+            elif before.file in restore and before.status is Status.APPLIED:
+                reports.append(_report(install, after, outcome=Outcome.CHANGED, detail="original bytes restored"))
+            else:
+                reports.append(_report(install, after, outcome=Outcome.UNCHANGED, detail=f"not applied ({after.detail})"))
+        return reports
+
+
+def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
+    """Decide one hotfix's status on the parsed tree."""
+    install = tree.install
+    if not _version_in_range(install.version, entry.versions):
+        return _Assessment(entry, Status.NOT_APPLICABLE, f"vLLM {install.version} is outside {entry.versions}")
+    sites = [
+        (path, function)
+        for path in tree.declaring_files(entry)
+        for function in _top_level_functions(tree.parse(path).body, entry.function)
+    ]
+    if not sites:
+        places = ", ".join(entry.modules)
+        return _Assessment(entry, Status.DRIFTED, f"{entry.function}() not found in {places} or sibling modules")
+    if len(sites) > 1:
+        where = ", ".join(sorted({tree.module_name_of(path) for path, _ in sites}))
+        return _Assessment(entry, Status.DRIFTED, f"{entry.function}() is defined {len(sites)} times ({where}): ambiguous")
+    ((path, function),) = sites
+    hotfix = entry.load()
+    finding = hotfix.inspect(function, tree.parse(path))
+    status_now, detail = finding.status, finding.detail
+    if status_now is Status.APPLIED and not hotfix.has_marker(function):
+        status_now = Status.FIXED_UPSTREAM
+    elif status_now is not Status.APPLIED and hotfix.has_marker(function):
+        status_now, detail = Status.DRIFTED, f"our marker is present but the fix is not: {detail}"
+    module_name = tree.module_name_of(path)
+    if module_name not in entry.modules:
+        detail = f"{detail}; found in {module_name}, moved from {', '.join(entry.modules)}"
+    return _Assessment(entry, status_now, detail, file=path, module_name=module_name)
+
+
+def _top_level_functions(body, name: str) -> list[cst.FunctionDef]:
+    """Module-level ``def name`` nodes, including those under a top-level if/try/with."""
+    import libcst as cst
+
+    found = []
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef):
+            if statement.name.value == name:
+                found.append(statement)
+        elif isinstance(statement, (cst.If, cst.Else, cst.With, cst.Try, cst.ExceptHandler, cst.Finally)):
+            found += _top_level_functions(statement.body.body, name)
+            for branch in ("orelse", "handlers", "finalbody"):
+                nested = getattr(statement, branch, None)
+                for part in nested if isinstance(nested, (tuple, list)) else [nested] if nested else []:
+                    found += _top_level_functions([part], name)
+    return found
+
+
+def _rewrite(module: cst.Module, entry: CatalogEntry) -> cst.Module:
+    (function,) = _top_level_functions(module.body, entry.function)
+    return module.deep_replace(function, entry.load().rewrite(function))
+
+
+def _version_in_range(version: str | None, specifier: str) -> bool:
+    if version is None:
+        return True  # unknown version: let the tree decide
+    try:
+        return SpecifierSet(specifier).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return True
+
+
+def _encoding_of(module: cst.Module) -> str:
+    return module.encoding or "utf-8"
+
+
+def _refuse_read_only(path: Path, install: VllmInstall) -> None:
+    if not is_writable(path) or not is_writable(path.parent):
+        raise UserError(
+            f"{path} is read-only; nothing was changed",
+            hint=f"chmod u+w {path} if it is yours to patch, or patch a writable copy: specdraft patch apply --vllm-root DIR",
+        )
+
+
+def _reinstall_command(install: VllmInstall) -> str:
+    name = install.distribution or "vllm"
+    pin = f"=={install.version}" if install.version else ""
+    python = install.python or "python"
+    return f"{python} -m pip install --force-reinstall --no-deps {name}{pin}"
+
+
+def _report(install: VllmInstall, assessment: _Assessment, *, outcome: Outcome | None = None,
+            detail: str | None = None, diff: str = "") -> HotfixReport:
+    return HotfixReport(
+        id=assessment.entry.id,
+        status=assessment.status,
+        file=str(assessment.file) if assessment.file else None,
+        vllm_version=install.version,
+        detail=assessment.detail if detail is None else detail,
+        function=f"{assessment.module_name}.{assessment.entry.function}" if assessment.module_name else assessment.entry.function,
+        outcome=outcome,
+        diff=diff,
+    )

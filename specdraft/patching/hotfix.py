@@ -1,0 +1,106 @@
+"""What a hotfix is: a self-describing edit of one function of an installed package.
+
+A hotfix file in ``hotfixes/`` defines one subclass of ``Hotfix`` that reads top to bottom:
+docstring, identity (``id``, ``title``, ``why``), where it applies (``package``, ``versions``,
+``function``, ``modules``), the edit on the libcst tree (``inspect`` + ``rewrite``), fixtures
+(``fixtures``: before/after source from which tests are generated) and a behavioural ``probe``.
+
+The contract between a hotfix and the engine:
+
+- the engine finds the single top-level ``def function`` in the expected modules (or, if a release
+  moved it, in a sibling module of the same package) and hands its ``FunctionDef`` to ``inspect``;
+- ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
+  ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
+  tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
+  module, to check what the edit relies on there (an import, say);
+- ``rewrite`` returns the edited function, and must put ``self.marker`` in a comment of the code
+  it adds; it is only called on a function ``inspect`` found ``PENDING``;
+- ``probe(module)`` runs in the *target* interpreter (its source is shipped there, so it may only
+  import the standard library and the patched package): it returns normally when the fixed
+  behaviour is observed and raises ``AssertionError`` when the bug is.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from types import ModuleType
+from typing import ClassVar
+
+import libcst as cst
+
+from specdraft.patching.reports import Status
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What ``Hotfix.inspect`` saw in the function: a status and why."""
+
+    status: Status
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """A module's source before, the status the engine must report on it, and (when pending) after.
+
+    Tests are generated from these: ``status(before) == status``; for a pending fixture,
+    ``apply(before) == after``, ``status(after) == APPLIED`` and applying again changes nothing.
+    """
+
+    name: str
+    before: str
+    status: Status
+    after: str | None = None
+
+
+class Hotfix:
+    """Base class of every hotfix in ``hotfixes/`` (see the module docstring for the contract)."""
+
+    id: ClassVar[str]
+    """Stable identifier, also the hotfix file's name (dashes become underscores there)."""
+    title: ClassVar[str]
+    """One line: the behaviour after the fix."""
+    why: ClassVar[str]
+    """Why vLLM needs it, with the upstream reference."""
+    package: ClassVar[str] = "vllm"
+    versions: ClassVar[str]
+    """PEP 440 specifier of the package versions the hotfix applies to."""
+    function: ClassVar[str]
+    """Name of the top-level function the edit lives in."""
+    modules: ClassVar[tuple[str, ...]]
+    """Dotted modules where ``function`` is expected, most recent home first."""
+    fixtures: ClassVar[tuple[Fixture, ...]] = ()
+
+    @property
+    def marker(self) -> str:
+        """The comment text that identifies code we added."""
+        return f"specdraft-hotfix: {self.id}"
+
+    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
+        """Where the function stands; ``module`` is the whole module, for what the edit relies on."""
+        raise NotImplementedError
+
+    def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
+        raise NotImplementedError
+
+    @staticmethod
+    def probe(module: ModuleType) -> None:
+        raise NotImplementedError
+
+    def marker_comment(self, reason: str) -> cst.EmptyLine:
+        """A full-line comment carrying the marker, to put in the ``leading_lines`` of added code."""
+        return cst.EmptyLine(comment=cst.Comment(f"# {self.marker} ({reason})"))
+
+    def has_marker(self, function: cst.FunctionDef) -> bool:
+        return self.marker in cst.Module(body=[function]).code
+
+
+def normalised(code: str | cst.CSTNode) -> str:
+    """A statement or expression's code with formatting and comments removed (its AST dump).
+
+    Anchors compare statements by this, so ``x  =  f( a )`` matches ``x = f(a)``.
+    """
+    if isinstance(code, cst.CSTNode):
+        code = cst.Module(body=[]).code_for_node(code)
+    return ast.dump(ast.parse(code.strip()))

@@ -1,0 +1,194 @@
+"""Changing files that are not ours, safely: a lock, atomic writes, pristine backups and a journal.
+
+Everything lives beside the patched package, in ``<root>/vllm/.specdraft/``, so it travels with
+the install (a container layer, a copied venv):
+
+- the lock: an exclusive ``flock`` on the ``vllm`` package directory itself, held for the whole of
+  an apply or revert; a second process waits, then sees the state the first one left (locking
+  the directory, not a file in it, means a refused or empty run leaves no trace);
+- ``journal.json``: per patched file (path relative to ``<root>``), the hotfixes applied, the
+  SHA-256 of the pristine and of the patched bytes, and the backup's name;
+- ``backups/<relative path with / as __>.<sha256[:12]>.orig``: the pristine bytes.
+
+A file is only ever replaced by rename (temporary file in the same directory, fsync, rename, mode
+and owner preserved), so readers see the old or the new file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from specdraft.errors import UserError
+
+JOURNAL_DIR = ".specdraft"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class JournalEntry:
+    """What specdraft did to one file."""
+
+    pristine_sha256: str
+    patched_sha256: str
+    backup: str
+    hotfixes: list[str] = field(default_factory=list)
+    vllm_version: str | None = None
+    applied_at: str = ""
+
+
+class Journal:
+    """The journal of one vLLM install (see the module docstring for the layout)."""
+
+    def __init__(self, root: Path, package_dir: Path):
+        self.root = root
+        self.dir = package_dir / JOURNAL_DIR
+        self.path = self.dir / "journal.json"
+
+    def entries(self) -> dict[str, JournalEntry]:
+        if not self.path.is_file():
+            return {}
+        raw = json.loads(self.path.read_text(encoding="utf-8"))
+        return {name: JournalEntry(**entry) for name, entry in raw.get("files", {}).items()}
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the install's exclusive lock."""
+        handle = os.open(self.dir.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(handle)  # releases the lock
+
+    def prepare(self) -> None:
+        """Create the journal directory, or refuse (``UserError``) before anything is written."""
+        if not self.dir.exists() and not is_writable(self.dir.parent):
+            raise _not_writable(self.dir, None)
+        try:
+            (self.dir / "backups").mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise _not_writable(self.dir, err) from None
+        if not is_writable(self.dir) or not is_writable(self.dir / "backups"):
+            raise _not_writable(self.dir, None)
+
+    def record_apply(self, path: Path, pristine: bytes, patched: bytes, hotfix_ids: list[str], version: str | None) -> None:
+        """Keep the pristine bytes (once per file) and note the patched file's hash and hotfixes."""
+        entries = self.entries()
+        name = self.relative(path)
+        entry = entries.get(name)
+        if entry is None or entry.patched_sha256 != sha256(pristine):
+            # First patch of this file, or the file was replaced since (a reinstall): start afresh.
+            backup = f"{name.replace('/', '__')}.{sha256(pristine)[:12]}.orig"
+            write_atomically(self.dir / "backups" / backup, pristine, mode=0o644)
+            entry = JournalEntry(pristine_sha256=sha256(pristine), patched_sha256="", backup=backup,
+                                 vllm_version=version)
+        entry.patched_sha256 = sha256(patched)
+        entry.hotfixes = sorted(set(entry.hotfixes) | set(hotfix_ids))
+        entry.applied_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        entries[name] = entry
+        self._save(entries)
+
+    def pristine(self, entry: JournalEntry) -> bytes:
+        data = (self.dir / "backups" / entry.backup).read_bytes()
+        if sha256(data) != entry.pristine_sha256:
+            raise UserError(
+                f"backup {self.dir / 'backups' / entry.backup} does not match its journal hash",
+                hint="reinstall vLLM (pip install --force-reinstall --no-deps vllm) to get pristine files",
+            )
+        return data
+
+    def forget(self, path: Path) -> None:
+        entries = self.entries()
+        entry = entries.pop(self.relative(path), None)
+        if entry is not None:
+            (self.dir / "backups" / entry.backup).unlink(missing_ok=True)
+            self._save(entries)
+
+    def _save(self, entries: dict[str, JournalEntry]) -> None:
+        document = {"files": {name: asdict(entry) for name, entry in sorted(entries.items())}}
+        write_atomically(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+
+
+def is_writable(path: Path) -> bool:
+    """Writable by us, judged by mode bits too: root passes ``os.access`` on read-only files."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) and os.access(path, os.W_OK)
+
+
+def _not_writable(path: Path, err: OSError | None) -> UserError:
+    why = f": {err.strerror}" if err else ""
+    return UserError(
+        f"cannot write specdraft's journal directory {path}{why}",
+        hint="run as the owner of the vLLM install, or patch a writable copy (--vllm-root DIR)",
+    )
+
+
+def write_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace ``path`` by ``data`` via a temporary file in the same directory, fsync and rename.
+
+    The new file keeps ``path``'s mode and owner when it exists (else ``mode``).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        before = path.stat()
+    except FileNotFoundError:
+        before = None
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".specdraft-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if before is not None:
+            os.chmod(temporary, stat.S_IMODE(before.st_mode))
+            try:
+                os.chown(temporary, before.st_uid, before.st_gid)
+            except PermissionError:
+                pass  # not ours to give away; the mode is what matters to readers
+        elif mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(directory)
+
+
+def drop_bytecode(source: Path) -> list[Path]:
+    """Delete every cached ``.pyc`` of ``source`` (all interpreters, all optimisation levels).
+
+    A timestamp ``.pyc`` can survive an edit that keeps size and mtime second, and an
+    unchecked-hash ``.pyc`` is never revalidated; without them Python recompiles on next import.
+    """
+    dropped = []
+    for cached in (source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"):
+        cached.unlink(missing_ok=True)
+        dropped.append(cached)
+    return dropped

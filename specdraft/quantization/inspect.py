@@ -1,0 +1,368 @@
+"""Read a checkpoint's quantization metadata the way vLLM does, from files alone (no torch, no vLLM).
+
+Two producers matter for Gemma 4 drafts:
+
+- **NVIDIA ModelOpt** writes ``config.json`` ``quantization_config`` (``quant_method: modelopt``,
+  ``quant_algo``, ``config_groups``, ``ignore``, ``kv_cache_scheme``, ``producer``) and, in releases up
+  to 0.29 only, a separate ``hf_quant_config.json`` (``quantization.quant_algo``, ``group_size``,
+  ``kv_cache_quant_algo``, ``exclude_modules``). Current releases write both; vLLM reads
+  ``config.json`` first and the separate file only when ``config.json`` has no quantization block
+  (vllm 0.26.0 ``vllm/transformers_utils/config.py``).
+- **llm-compressor** writes ``config.json`` ``quantization_config`` with
+  ``quant_method: compressed-tensors``, a ``format`` and per-group ``weights`` / ``input_activations``.
+
+The ``--quantization`` value follows vLLM 0.26.0's own resolution
+(``vllm/config/model.py`` ``_verify_quantization`` and the ``override_quantization_method`` class
+methods in ``vllm/model_executor/layers/quantization/modelopt.py``): a ModelOpt ``quant_algo``
+containing ``FP4`` resolves to ``modelopt_fp4``, ``MXFP8`` to ``modelopt_mxfp8``,
+``MIXED_PRECISION`` to ``modelopt_mixed``, and the FP8 family stays ``modelopt``. Because an
+override replaces whatever the user passed, ``--quantization modelopt`` on an NVFP4 checkpoint is
+accepted and silently becomes ``modelopt_fp4``; a ``compressed-tensors`` checkpoint has no override,
+so ``--quantization modelopt`` on it fails with "Quantization method specified in the model config
+(compressed-tensors) does not match the quantization method specified in the `quantization`
+argument (modelopt)".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.errors import UserError
+from specdraft.quantization.tensors import TensorEntry, dtype_counts, read_tensor_index
+
+QuantizationFormat = Literal["modelopt", "compressed-tensors"]
+
+Scheme = Literal[
+    "nvfp4",  # FP4 (E2M1) weights and activations, group 16, FP8-E4M3 block scales (W4A4)
+    "nvfp4-a16",  # FP4 weights only, BF16/FP16 activations (W4A16)
+    "mxfp4",  # FP4 weights, group 32, E8M0 scales
+    "fp8",  # FP8-E4M3 weights and activations, per-tensor scales
+    "fp8-per-channel",  # FP8 weights per output channel, activations per token
+    "fp8-block",  # FP8 block-scaled weights, weight only
+    "fp8-a16",  # FP8 weights only
+    "mxfp8",
+    "w4a16",  # INT4 weights only (AWQ/GPTQ style)
+    "w8a16",  # INT8 weights only
+    "w8a8-int8",
+    "mixed",  # per-layer schemes (ModelOpt MIXED_PRECISION, several compressed-tensors groups)
+    "other",  # something this table does not name; `quant_algo` / `format` carry the raw value
+]
+
+KvCacheQuantization = Literal["fp8", "nvfp4"]
+
+# ModelOpt quant_algo -> scheme. Names from modelopt 0.47 torch/export/convert_hf_config.py.
+_MODELOPT_SCHEMES: dict[str, Scheme] = {
+    "NVFP4": "nvfp4",
+    "W4A16_NVFP4": "nvfp4-a16",
+    "FP8": "fp8",
+    "FP8_PER_CHANNEL_PER_TOKEN": "fp8-per-channel",
+    "FP8_PB_WO": "fp8-block",
+    "MXFP8": "mxfp8",
+    "W4A16_AWQ": "w4a16",
+    "W8A16": "w8a16",
+    "W8A8_SQ_PER_CHANNEL": "w8a8-int8",
+    "MIXED_PRECISION": "mixed",
+}
+
+# quant_algo values vLLM 0.26.0's ModelOpt loader accepts (modelopt.py QUANT_ALGOS).
+VLLM_MODELOPT_QUANT_ALGOS: frozenset[str] = frozenset(
+    {"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4", "W4A16_NVFP4", "MXFP8", "MIXED_PRECISION"}
+)
+# quant_algo values vLLM 0.26.0 can resolve from a lone hf_quant_config.json
+# (model_arch_config_convertor.py _normalize_quantization_config raises on anything else).
+VLLM_LEGACY_FILE_QUANT_ALGOS: frozenset[str] = frozenset({"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4"})
+
+_QUANTIZED_DTYPES = frozenset({"U8", "I8", "I32", "F8_E4M3", "F8_E5M2", "F4"})
+
+FP4_SCHEMES: frozenset[str] = frozenset({"nvfp4", "nvfp4-a16", "mxfp4"})
+FP8_SCHEMES: frozenset[str] = frozenset({"fp8", "fp8-per-channel", "fp8-block", "fp8-a16", "mxfp8"})
+
+
+class Producer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: str | None = None
+
+
+class QuantizationInfo(BaseModel):
+    """What a quantized checkpoint is, and how vLLM must be told about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    format: QuantizationFormat
+    """Who wrote the metadata: ModelOpt or compressed-tensors (llm-compressor)."""
+    vllm_quantization: str
+    """The value for ``--quantization`` and the speculative config's ``quantization`` (what vLLM 0.26 resolves to)."""
+    accepted_quantization: tuple[str, ...]
+    """Every ``--quantization`` value vLLM 0.26 accepts for this checkpoint (``vllm_quantization`` first)."""
+    scheme: Scheme
+    weight_bits: int | None = None
+    activation_bits: int | None = None
+    """None when activations stay in BF16/FP16 (weight-only schemes)."""
+    group_size: int | None = None
+    kv_cache: KvCacheQuantization | None = None
+    """KV-cache quantization the checkpoint carries scales for; None when it carries none."""
+    exclusions: tuple[str, ...] = ()
+    """Modules left unquantized, as the checkpoint lists them (ModelOpt wildcards, compressed-tensors ``re:`` patterns)."""
+    producer: Producer | None = None
+    quant_algo: str | None = None
+    """ModelOpt's raw ``quant_algo`` (upper-cased)."""
+    checkpoint_format: str | None = None
+    """compressed-tensors ``format`` (e.g. ``nvfp4-pack-quantized``)."""
+    sources: tuple[str, ...] = ()
+    """The files the metadata was read from, the one vLLM uses first."""
+    tensor_dtypes: dict[str, int] = {}
+    """Tensor count per safetensors dtype, from the file headers (empty when there are no weights)."""
+    quantized_modules: tuple[str, ...] = ()
+    """Modules whose weight is stored quantized (packed U8/I32, FP8, INT8), from the safetensors headers."""
+    multimodal_parts: tuple[str, ...] = ()
+    """``vision`` / ``audio`` when config.json declares those towers."""
+    kv_shared_layers: tuple[int, ...] = ()
+    """Decoder layers that read another layer's KV cache (Gemma 4 E2B/E4B ``num_kv_shared_layers``)."""
+    raw: dict[str, Any] = {}
+    """The quantization block vLLM reads, as found."""
+    legacy_file: dict[str, Any] | None = None
+    """``hf_quant_config.json`` when present."""
+
+    @property
+    def is_fp4(self) -> bool:
+        return self.scheme in FP4_SCHEMES
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.scheme in FP8_SCHEMES
+
+
+def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
+    """The quantization of the checkpoint in ``checkpoint_dir``; None when it is not quantized.
+
+    Reads ``config.json`` (top level, then ``text_config``, as vLLM does), ``hf_quant_config.json``
+    and the safetensors headers. Raises ``UserError`` when the directory or ``config.json`` is
+    missing or unreadable, or when a quantization block names a method this reader does not know.
+    """
+    checkpoint_dir = Path(checkpoint_dir)
+    config = _read_json(checkpoint_dir / "config.json", required=True)
+    legacy_path = checkpoint_dir / "hf_quant_config.json"
+    legacy = _read_json(legacy_path, required=False)
+
+    block = config.get("quantization_config") or config.get("compression_config")
+    if block is None and isinstance(config.get("text_config"), dict):
+        block = config["text_config"].get("quantization_config")
+    sources: tuple[str, ...]
+    if block is not None:
+        sources = ("config.json", "hf_quant_config.json") if legacy is not None else ("config.json",)
+    elif legacy is not None:
+        block, sources = legacy, ("hf_quant_config.json",)
+    else:
+        return None
+    if not isinstance(block, dict):
+        raise UserError(f"{checkpoint_dir / sources[0]}: quantization_config is not a JSON object")
+
+    index = read_tensor_index(checkpoint_dir)
+    common = {
+        "sources": sources,
+        "tensor_dtypes": dtype_counts(index),
+        "quantized_modules": quantized_modules(index),
+        "multimodal_parts": tuple(part for part in ("vision", "audio") if config.get(f"{part}_config")),
+        "kv_shared_layers": kv_shared_layers(config.get("text_config") or config),
+        "raw": block,
+        "legacy_file": legacy,
+    }
+    method = str(block.get("quant_method", "")).lower()
+    if method.startswith("modelopt") or _is_modelopt_file(block):
+        return _read_modelopt(block, **common)
+    if method == "compressed-tensors":
+        return _read_compressed_tensors(block, **common)
+    raise UserError(
+        f"{checkpoint_dir / sources[0]}: quantization method {method or '(none)'!r} is not one specdraft reads "
+        "(it reads ModelOpt and compressed-tensors)",
+        hint="use a ModelOpt or llm-compressor checkpoint, or make one with `python -m specdraft quantize`",
+    )
+
+
+def quantized_modules(index: dict[str, TensorEntry]) -> tuple[str, ...]:
+    """Modules stored quantized: a ``weight`` in a quantized dtype, or a compressed-tensors ``weight_packed``."""
+    modules = set()
+    for name, entry in index.items():
+        module, _, leaf = name.rpartition(".")
+        if leaf == "weight_packed" or (leaf == "weight" and entry.dtype in _QUANTIZED_DTYPES):
+            modules.add(module)
+    return tuple(sorted(modules))
+
+
+def kv_shared_layers(text_config: dict[str, Any]) -> tuple[int, ...]:
+    """Indices of the layers that reuse an earlier layer's KV cache (the last ``num_kv_shared_layers``)."""
+    layers = int(text_config.get("num_hidden_layers") or 0)
+    shared = int(text_config.get("num_kv_shared_layers") or 0)
+    return tuple(range(layers - shared, layers)) if shared and layers else ()
+
+
+def _is_modelopt_file(block: dict[str, Any]) -> bool:
+    producer = block.get("producer")
+    return isinstance(block.get("quantization"), dict) and (
+        isinstance(producer, dict) and producer.get("name") == "modelopt"
+    )
+
+
+def _read_modelopt(block: dict[str, Any], **common: Any) -> QuantizationInfo:
+    if isinstance(block.get("quantization"), dict):  # hf_quant_config.json layout
+        details = block["quantization"]
+        algo = str(details.get("quant_algo") or "").upper()
+        kv_cache = _kv_from_algo(details.get("kv_cache_quant_algo"))
+        exclusions = details.get("exclude_modules") or []
+        group_size = details.get("group_size")
+    else:  # config.json layout
+        algo = str(block.get("quant_algo") or "").upper()
+        kv_cache = _kv_from_scheme(block.get("kv_cache_scheme"))
+        exclusions = block.get("ignore") or []
+        group_size = block.get("group_size") or _first_group_size(block.get("config_groups"))
+    if not algo:
+        raise UserError("ModelOpt quantization metadata has no quant_algo", hint="re-export the checkpoint with ModelOpt")
+    scheme = _MODELOPT_SCHEMES.get(algo, "other")
+    if scheme in FP4_SCHEMES and group_size is None:
+        group_size = 16  # vLLM's default for ModelOpt NVFP4
+    vllm_quantization = _modelopt_vllm_method(algo)
+    accepted = (vllm_quantization,) if vllm_quantization == "modelopt" else (vllm_quantization, "modelopt")
+    weight_bits, activation_bits = _modelopt_bits(scheme)
+    return QuantizationInfo(
+        format="modelopt",
+        vllm_quantization=vllm_quantization,
+        accepted_quantization=accepted,
+        scheme=scheme,
+        weight_bits=weight_bits,
+        activation_bits=activation_bits,
+        group_size=int(group_size) if group_size is not None else None,
+        kv_cache=kv_cache,
+        exclusions=tuple(exclusions),
+        producer=_producer(block.get("producer")),
+        quant_algo=algo,
+        **common,
+    )
+
+
+def _modelopt_vllm_method(algo: str) -> str:
+    if "FP4" in algo:
+        return "modelopt_fp4"
+    if "MXFP8" in algo:
+        return "modelopt_mxfp8"
+    if algo == "MIXED_PRECISION":
+        return "modelopt_mixed"
+    return "modelopt"
+
+
+def _modelopt_bits(scheme: str) -> tuple[int | None, int | None]:
+    return {
+        "nvfp4": (4, 4),
+        "nvfp4-a16": (4, None),
+        "fp8": (8, 8),
+        "fp8-per-channel": (8, 8),
+        "fp8-block": (8, None),
+        "mxfp8": (8, 8),
+        "w4a16": (4, None),
+        "w8a16": (8, None),
+        "w8a8-int8": (8, 8),
+    }.get(scheme, (None, None))
+
+
+def _read_compressed_tensors(block: dict[str, Any], **common: Any) -> QuantizationInfo:
+    groups = [g for g in (block.get("config_groups") or {}).values() if isinstance(g, dict)]
+    schemes = {_compressed_tensors_scheme(g.get("weights"), g.get("input_activations")) for g in groups}
+    scheme: Scheme = schemes.pop() if len(schemes) == 1 else ("mixed" if schemes else "other")
+    first = groups[0] if groups else {}
+    weights = first.get("weights") or {}
+    activations = first.get("input_activations") or {}
+    producer = _producer(block.get("producer"))
+    if producer is None and block.get("version"):
+        producer = Producer(name="compressed-tensors", version=str(block["version"]))
+    return QuantizationInfo(
+        format="compressed-tensors",
+        vllm_quantization="compressed-tensors",
+        accepted_quantization=("compressed-tensors",),
+        scheme=scheme,
+        weight_bits=weights.get("num_bits"),
+        activation_bits=activations.get("num_bits"),
+        group_size=weights.get("group_size"),
+        kv_cache=_kv_from_scheme(block.get("kv_cache_scheme")),
+        exclusions=tuple(block.get("ignore") or ()),
+        producer=producer,
+        checkpoint_format=block.get("format"),
+        **common,
+    )
+
+
+def _compressed_tensors_scheme(weights: dict | None, activations: dict | None) -> Scheme:
+    if not isinstance(weights, dict):
+        return "other"
+    bits, kind = weights.get("num_bits"), weights.get("type", "int")
+    act_bits = activations.get("num_bits") if isinstance(activations, dict) else None
+    act_kind = activations.get("type", "int") if isinstance(activations, dict) else None
+    if bits == 4 and kind == "float":
+        if weights.get("group_size") == 32:
+            return "mxfp4"
+        if act_bits is None:
+            return "nvfp4-a16"
+        return "nvfp4" if (act_bits, act_kind) == (4, "float") else "other"
+    if bits == 8 and kind == "float":
+        if act_bits is None:
+            return "fp8-a16"
+        if weights.get("strategy") == "block":
+            return "fp8-block"
+        return "fp8-per-channel" if weights.get("strategy") == "channel" else "fp8"
+    if bits == 4 and kind == "int" and act_bits is None:
+        return "w4a16"
+    if bits == 8 and kind == "int":
+        return "w8a16" if act_bits is None else "w8a8-int8"
+    return "other"
+
+
+def _first_group_size(config_groups: Any) -> int | None:
+    if not isinstance(config_groups, dict):
+        return None
+    for group in config_groups.values():
+        size = ((group or {}).get("weights") or {}).get("group_size")
+        if size is not None:
+            return size
+    return None
+
+
+def _kv_from_algo(value: Any) -> KvCacheQuantization | None:
+    if not value:
+        return None
+    value = str(value).upper()
+    return "fp8" if value == "FP8" else "nvfp4" if value == "NVFP4" else None
+
+
+def _kv_from_scheme(value: Any) -> KvCacheQuantization | None:
+    if isinstance(value, str):  # ModelOpt writes the bare algo name for anything but FP8
+        return _kv_from_algo(value)
+    if not isinstance(value, dict) or value.get("type") != "float":
+        return None
+    return {8: "fp8", 4: "nvfp4"}.get(value.get("num_bits"))
+
+
+def _producer(value: Any) -> Producer | None:
+    if isinstance(value, dict) and value.get("name"):
+        version = value.get("version")
+        return Producer(name=str(value["name"]), version=str(version) if version is not None else None)
+    return None
+
+
+def _read_json(path: Path, *, required: bool) -> dict[str, Any] | None:
+    if not path.is_file():
+        if not required:
+            return None
+        if not path.parent.is_dir():
+            raise UserError(f"{path.parent} is not a directory", hint="pass the checkpoint directory (the one holding config.json)")
+        raise UserError(f"{path.parent} has no config.json", hint="pass a Hugging Face checkpoint directory")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object")
+    return data

@@ -1,0 +1,295 @@
+"""Make an NVFP4 / FP8 Gemma 4 draft with NVIDIA ModelOpt, in a form vLLM loads.
+
+``plan_quantization`` reads files only (config.json, safetensors headers, /proc/meminfo) and refuses
+what cannot work before anything heavy is imported: a model that is not Gemma 4, missing weights,
+an already-quantized checkpoint, not enough memory. ``quantize_draft`` then loads the model with
+transformers, calibrates it with ModelOpt (``mtq.quantize`` with the scheme's preset plus the Gemma 4
+exclusions below), exports it with ``export_hf_checkpoint`` into a staging directory, copies the
+tokenizer/processor files, checks the result with ``read_quantization`` / ``check_quantization``,
+and only then moves it to ``out_dir``.
+
+Gemma 4 exclusions, and why:
+
+- ``lm_head``: tied to the token embedding (``tie_word_embeddings``), which stays BF16.
+- ``vision_tower``, ``audio_tower``: vLLM builds the towers from transformers' ``AutoModel``
+  without quantization (vllm 0.26 ``gemma4_mm.py``); quantized tower weights cannot load.
+  ModelOpt's preset already skips ``*vision_tower*`` but not the audio tower (E2B/E4B have one).
+- ``embed_vision``, ``embed_audio``: the multimodal projections are tiny and ModelOpt's NVIDIA
+  checkpoints keep them BF16; listing them in the exclusions tells vLLM to build them unquantized.
+- ``self_attn`` of the KV-shared layers (E2B: 15-34, E4B: 24-41): transformers does not create
+  ``k_proj``/``v_proj`` for those layers, so the export has none, but vLLM still builds a fused
+  ``qkv_proj`` and, for NVFP4/FP8, takes the max of the per-shard global scales — the missing k/v
+  shards would contribute uninitialised memory (``torch.empty``) to the q projection's scale. Keeping
+  those attention blocks BF16 sidesteps it at a cost of ~0.13B BF16 parameters for E2B.
+- The per-layer embedding tables (``embed_tokens_per_layer``) are ``nn.Embedding`` lookups, which the
+  preset never quantizes; ``per_layer_model_projection``/``per_layer_input_gate``/``per_layer_projection``
+  are Linear layers that vLLM builds with the quantization config, so they are quantized.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from specdraft.errors import RefusedError, UserError
+from specdraft.quantization.checks import Finding, check_quantization
+from specdraft.quantization.inspect import QuantizationInfo, kv_shared_layers, read_quantization
+from specdraft.quantization.tensors import element_count, read_tensor_index, safetensors_files
+
+DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
+
+# scheme -> (ModelOpt preset in modelopt.torch.quantization, quant_algo the export must carry)
+SCHEME_PRESETS: dict[str, tuple[str, str]] = {
+    "nvfp4": ("NVFP4_DEFAULT_CFG", "NVFP4"),
+    "nvfp4-a16": ("W4A16_NVFP4_CFG", "W4A16_NVFP4"),
+    "fp8": ("FP8_DEFAULT_CFG", "FP8"),
+}
+GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM")
+GEMMA4_ALWAYS_EXCLUDED = ("*lm_head*", "*vision_tower*", "*embed_vision*", "*audio_tower*", "*embed_audio*")
+
+# Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
+_PEAK_OVER_WEIGHTS = 1.5
+_FIXED_OVERHEAD_BYTES = 2 * 1024**3  # torch + transformers + modelopt imported
+_TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+    "chat_template.jinja", "chat_template.json", "processor_config.json", "preprocessor_config.json",
+    "generation_config.json",
+)
+
+
+@dataclass(frozen=True)
+class QuantizePlan:
+    """What ``quantize_draft`` will do, decided from files alone."""
+
+    model_dir: Path
+    architecture: str
+    scheme: DraftScheme
+    exclusions: tuple[str, ...]
+    """ModelOpt quantizer-name wildcards disabled on top of the scheme's preset."""
+    kv_shared_layers: tuple[int, ...]
+    parameters: int
+    bf16_bytes: int
+    required_bytes: int
+    available_bytes: int
+    device: str
+
+
+@dataclass
+class QuantizeResult:
+    out_dir: Path
+    info: QuantizationInfo
+    findings: list[Finding]
+    modelopt_version: str
+    calibration_sequences: int
+    calibration_tokens: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def plan_quantization(
+    model_dir: Path,
+    scheme: DraftScheme = "nvfp4",
+    *,
+    extra_exclusions: tuple[str, ...] = (),
+    device: str = "cpu",
+    available_bytes: int | None = None,
+) -> QuantizePlan:
+    """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not.
+
+    ``available_bytes`` defaults to this machine's available memory (``MemAvailable``) for ``cpu``,
+    or the GPU's free memory for ``cuda``.
+    """
+    model_dir = Path(model_dir)
+    if scheme not in SCHEME_PRESETS:
+        raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
+    config_path = model_dir / "config.json"
+    if not config_path.is_file():
+        raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    architecture = next(iter(config.get("architectures") or []), None)
+    if architecture not in GEMMA4_ARCHITECTURES:
+        raise UserError(
+            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, not Gemma 4 "
+            f"({' / '.join(GEMMA4_ARCHITECTURES)})",
+            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
+        )
+    if read_quantization(model_dir) is not None:
+        raise UserError(
+            f"{model_dir} is already quantized",
+            hint="quantize the BF16 base checkpoint (e.g. google/gemma-4-E2B-it) instead",
+        )
+    _check_weights_present(model_dir)
+    index = read_tensor_index(model_dir)
+    parameters = sum(element_count(entry) for entry in index.values())
+    bf16_bytes = 2 * parameters
+    required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
+    if available_bytes is None:
+        available_bytes = _available_bytes(device)
+    if required > available_bytes:
+        raise RefusedError(
+            f"quantizing {model_dir.name} ({parameters / 1e9:.2f}B parameters, {bf16_bytes / 1024**3:.1f} GiB in BF16) "
+            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
+            hint="run it on a machine with more memory (or a GPU: --device cuda)",
+        )
+    text_config = config.get("text_config") or config
+    kv_shared = kv_shared_layers(text_config)
+    exclusions = GEMMA4_ALWAYS_EXCLUDED + tuple(f"*layers.{i}.self_attn*" for i in kv_shared) + tuple(extra_exclusions)
+    return QuantizePlan(
+        model_dir=model_dir, architecture=architecture, scheme=scheme, exclusions=exclusions,
+        kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
+        required_bytes=required, available_bytes=available_bytes, device=device,
+    )
+
+
+def quantize_draft(
+    plan: QuantizePlan,
+    out_dir: Path,
+    *,
+    calib: str = "builtin",
+    samples: int | None = None,
+    max_seq_len: int = 512,
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> QuantizeResult:
+    """Quantize ``plan.model_dir`` with ModelOpt and write a vLLM-loadable checkpoint to ``out_dir``.
+
+    ``out_dir`` must not exist or be empty; nothing is written there unless the export succeeds and
+    reads back as the requested scheme.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UserError(f"{out_dir} exists and is not empty", hint="pass a new --out directory")
+    torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
+    from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
+
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    tokenizer = _load_tokenizer(transformers, plan.model_dir)
+    config = json.loads((plan.model_dir / "config.json").read_text(encoding="utf-8"))
+    vocab_size = (config.get("text_config") or config)["vocab_size"]
+    from specdraft.quantization.calibration import calibration_token_ids  # noqa: PLC0415
+
+    sequences = calibration_token_ids(calib, tokenizer=tokenizer, vocab_size=vocab_size, samples=samples, max_seq_len=max_seq_len)
+    if not sequences:
+        raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
+
+    progress(f"loading {plan.model_dir} ({plan.parameters / 1e9:.2f}B parameters) on {plan.device}")
+    model_class = getattr(transformers, plan.architecture)
+    model = model_class.from_pretrained(plan.model_dir, dtype=torch.bfloat16).to(plan.device).eval()
+    seconds["load"] = time.perf_counter() - started
+
+    preset_name, expected_algo = SCHEME_PRESETS[plan.scheme]
+    quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions)
+
+    def forward_loop(quantized_model: Any) -> None:
+        with torch.no_grad():
+            for ids in tqdm(sequences, desc=f"calibrating ({plan.scheme})", unit="seq", file=sys.stderr):
+                quantized_model(input_ids=torch.tensor([ids], device=plan.device))
+
+    phase = time.perf_counter()
+    with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
+        model = mtq.quantize(model, quant_config, forward_loop)
+    seconds["calibrate"] = time.perf_counter() - phase
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        phase = time.perf_counter()
+        progress(f"exporting to {out_dir}")
+        with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
+            export_hf_checkpoint(model, export_dir=staging)
+        _copy_tokenizer_files(plan.model_dir, staging)
+        seconds["export"] = time.perf_counter() - phase
+        info = read_quantization(staging)
+        if info is None or info.quant_algo != expected_algo:
+            raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, not {expected_algo}")
+        findings = check_quantization(info)
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            raise RuntimeError(f"ModelOpt export in {staging} fails its own checks: {errors[0].message}")
+        if out_dir.exists():
+            out_dir.rmdir()
+        staging.rename(out_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    seconds["total"] = time.perf_counter() - started
+    return QuantizeResult(
+        out_dir=out_dir, info=read_quantization(out_dir), findings=findings, modelopt_version=modelopt_version,
+        calibration_sequences=len(sequences), calibration_tokens=sum(len(ids) for ids in sequences), seconds=seconds,
+    )
+
+
+def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dict[str, Any]:
+    """The preset with ``exclusions`` disabled; the preset object itself is left untouched."""
+    config = copy.deepcopy(preset)  # not a JSON round trip: block_sizes has int keys (-1)
+    config["quant_cfg"] = list(config["quant_cfg"]) + [{"quantizer_name": name, "enable": False} for name in exclusions]
+    return config
+
+
+def _check_weights_present(model_dir: Path) -> None:
+    files = safetensors_files(model_dir)
+    if not files:
+        found = sorted(p.name for p in model_dir.glob("*.bin")) or ["no weight files"]
+        raise UserError(
+            f"{model_dir} has no *.safetensors weights ({', '.join(found[:3])})",
+            hint="download the safetensors checkpoint (huggingface-cli download google/gemma-4-E2B-it --local-dir DIR)",
+        )
+    index_path = model_dir / "model.safetensors.index.json"
+    if index_path.is_file():
+        weight_map = json.loads(index_path.read_text(encoding="utf-8")).get("weight_map", {})
+        missing = sorted({name for name in weight_map.values() if not (model_dir / name).is_file()})
+        if missing:
+            raise UserError(
+                f"{model_dir} is missing {len(missing)} weight shard(s) named in model.safetensors.index.json: {missing[0]}",
+                hint="finish the download, then run quantize again",
+            )
+
+
+def _available_bytes(device: str) -> int:
+    if device.startswith("cuda"):
+        import torch  # noqa: PLC0415 - only a GPU plan needs it
+
+        free, _total = torch.cuda.mem_get_info()
+        return int(free)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def _import_quantize_stack() -> tuple[Any, Any, Any, Any, str]:
+    try:
+        import modelopt  # noqa: PLC0415
+        import modelopt.torch.quantization as mtq  # noqa: PLC0415
+        import torch  # noqa: PLC0415
+        import transformers  # noqa: PLC0415
+        from modelopt.torch.export import export_hf_checkpoint  # noqa: PLC0415
+    except ImportError as err:
+        raise UserError(
+            f"quantize needs torch and nvidia-modelopt ({err.name} is not installed)",
+            hint="pip install 'specdraft[quantize]'",
+        ) from None
+    return torch, transformers, mtq, export_hf_checkpoint, modelopt.__version__
+
+
+def _load_tokenizer(transformers: Any, model_dir: Path) -> Any | None:
+    if not any((model_dir / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")):
+        return None
+    return transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+def _copy_tokenizer_files(source: Path, target: Path) -> None:
+    for name in _TOKENIZER_FILES:
+        if (source / name).is_file() and not (target / name).exists():
+            shutil.copy2(source / name, target / name)

@@ -1,0 +1,193 @@
+"""Probe a running OpenAI-compatible server for thought-channel leaks in what it returns.
+
+``probe_server`` sends a few chat requests (thinking off, on and omitted, tools declared, history that
+carries thoughts), each once without and once with streaming, and scans every answer: ``content``
+must hold none of Gemma 4's markers nor a leading bare ``thought\\n`` label, and a message with tool
+calls must not also carry ``call:`` text. Tool-call names and arguments must be free of markers too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping
+
+import httpx
+
+from specdraft.templates.scenarios import TOOLS
+
+CONTENT_MARKERS = (
+    "<|channel>",
+    "<channel|>",
+    "<|channel|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    '<|"|>',
+    "<|tool_response>",
+    "<tool_response|>",
+    "<turn|>",
+    "<|turn>",
+    "<|think|>",
+)
+THOUGHT_LABEL = "thought\n"
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    id: str
+    description: str
+    messages: list[dict]
+    tools: list[dict] | None = None
+    chat_template_kwargs: Mapping[str, Any] | None = None
+
+
+_QUESTION = {"role": "user", "content": "What is 2+2?"}
+PROBE_REQUESTS: tuple[ProbeRequest, ...] = (
+    ProbeRequest("thinking-off", "a question, enable_thinking=false", [_QUESTION], None, {"enable_thinking": False}),
+    ProbeRequest("thinking-on", "a question, enable_thinking=true", [_QUESTION], None, {"enable_thinking": True}),
+    ProbeRequest("thinking-default", "a question, server's default thinking", [_QUESTION]),
+    ProbeRequest("tools-declared", "a question with tools declared", [_QUESTION], list(TOOLS), {"enable_thinking": False}),
+    ProbeRequest(
+        "history-with-thoughts",
+        "a follow-up after answers that carry thoughts (inline and bare label)",
+        [
+            _QUESTION,
+            {"role": "assistant", "content": "<|channel>thought\nadd them<channel|>4"},
+            {"role": "user", "content": "And times 3?"},
+            {"role": "assistant", "content": "thought\nmultiply12"},
+            {"role": "user", "content": "Thanks. Minus 2?"},
+        ],
+        None,
+        {"enable_thinking": False},
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Leak:
+    where: str
+    """``content`` or ``tool_calls[i].function.name|arguments``."""
+    marker: str
+    excerpt: str
+
+
+@dataclass
+class ProbeResult:
+    request: str
+    stream: bool
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    leaks: list[Leak] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.leaks
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+def _excerpt(text: str, at: int, width: int = 40) -> str:
+    return text[max(0, at - width) : at + width].replace("\n", "\\n")
+
+
+def scan_message(content: str | None, tool_calls: list[dict]) -> list[Leak]:
+    """Leak markers in an assistant message as a client receives it."""
+    content = content or ""
+    leaks = [Leak("content", m, _excerpt(content, content.find(m))) for m in CONTENT_MARKERS if m in content]
+    if content.lstrip().startswith(THOUGHT_LABEL):
+        leaks.append(Leak("content", "leading 'thought\\n'", _excerpt(content, 0)))
+    if tool_calls and "call:" in content:
+        leaks.append(Leak("content", "call: beside tool_calls", _excerpt(content, content.find("call:"))))
+    for index, call in enumerate(tool_calls):
+        function = call.get("function") or {}
+        for part in ("name", "arguments"):
+            text = function.get(part) or ""
+            leaks += [
+                Leak(f"tool_calls[{index}].function.{part}", m, _excerpt(text, text.find(m)))
+                for m in CONTENT_MARKERS
+                if m in text
+            ]
+    return leaks
+
+
+def _merge_tool_call_deltas(calls: list[dict], deltas: list[dict]) -> None:
+    for delta in deltas:
+        index = delta.get("index", len(calls))
+        while len(calls) <= index:
+            calls.append({"function": {"name": "", "arguments": ""}})
+        function = delta.get("function") or {}
+        calls[index]["function"]["name"] += function.get("name") or ""
+        calls[index]["function"]["arguments"] += function.get("arguments") or ""
+
+
+def _reasoning_of(message: Mapping[str, Any]) -> str:
+    return message.get("reasoning") or message.get("reasoning_content") or ""
+
+
+def _send(client: httpx.Client, body: dict, result: ProbeResult) -> None:
+    if not result.stream:
+        response = client.post("/chat/completions", json=body)
+        response.raise_for_status()
+        message = response.json()["choices"][0]["message"]
+        result.content = message.get("content") or ""
+        result.reasoning = _reasoning_of(message)
+        result.tool_calls = message.get("tool_calls") or []
+        return
+    with client.stream("POST", "/chat/completions", json={**body, "stream": True}) as response:
+        if response.status_code >= 400:
+            response.read()
+            response.raise_for_status()
+        for line in response.iter_lines():
+            if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                continue
+            chunk = json.loads(line[len("data:") :])
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                result.content += delta.get("content") or ""
+                result.reasoning += _reasoning_of(delta)
+                _merge_tool_call_deltas(result.tool_calls, delta.get("tool_calls") or [])
+
+
+def probe_server(
+    base_url: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    max_tokens: int = 64,
+    extra_body: Mapping[str, Any] | None = None,
+    requests: tuple[ProbeRequest, ...] = PROBE_REQUESTS,
+    timeout_s: float = 120.0,
+    progress: Callable[[ProbeResult], None] | None = None,
+) -> list[ProbeResult]:
+    """Send every probe request, streaming and not, and scan each answer for leaks.
+
+    ``base_url`` is the OpenAI root (``http://host:8000/v1``). ``extra_body`` is merged into every
+    request (``chat_template_kwargs`` are merged key by key, the request's own keys winning).
+    Raises ``httpx.TransportError`` when the server cannot be reached at all; HTTP errors of single
+    requests are recorded in their result.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    extra = dict(extra_body or {})
+    results = []
+    with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s) as client:
+        for request in requests:
+            body: dict[str, Any] = {"model": model, "messages": request.messages, "max_tokens": max_tokens, **extra}
+            kwargs = {**(extra.get("chat_template_kwargs") or {}), **(request.chat_template_kwargs or {})}
+            if kwargs:
+                body["chat_template_kwargs"] = kwargs
+            if request.tools:
+                body["tools"] = request.tools
+            for stream in (False, True):
+                result = ProbeResult(request.id, stream)
+                try:
+                    _send(client, body, result)
+                    result.leaks = scan_message(result.content, result.tool_calls)
+                except httpx.HTTPStatusError as err:
+                    result.error = f"HTTP {err.response.status_code}: {err.response.text[:300]}"
+                results.append(result)
+                if progress:
+                    progress(result)
+    return results

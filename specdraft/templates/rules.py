@@ -1,0 +1,296 @@
+"""Leak rules: what a rendered Gemma 4 prompt must not look like.
+
+A rule is a function decorated with ``@rule(id, fix=...)``; it reads one ``Rendering`` (the prompt
+one scenario produced in one content format for one variant) and yields ``Problem``s: what is wrong
+and where in the prompt. The checker turns them into ``Finding``s with an excerpt. Rule ids are
+stable; they are what users grep for and what ``--json`` reports.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal
+
+from specdraft.templates.rendering import ContentFormat
+from specdraft.templates.scenarios import Scenario
+
+Variant = Literal["e", "large"]
+VARIANTS: tuple[Variant, ...] = ("e", "large")
+
+BOS = "<bos>"
+TURN_OPEN, TURN_CLOSE = "<|turn>", "<turn|>"
+CHANNEL_OPEN, CHANNEL_CLOSE = "<|channel>", "<channel|>"
+THINK = "<|think|>"
+EMPTY_THOUGHT = "<|channel>thought\n<channel|>"
+MODEL_PROMPT = "<|turn>model\n"
+PAIRS = {
+    TURN_OPEN: TURN_CLOSE,
+    CHANNEL_OPEN: CHANNEL_CLOSE,
+    "<|tool>": "<tool|>",
+    "<|tool_call>": "<tool_call|>",
+    "<|tool_response>": "<tool_response|>",
+}
+CLOSERS = {close: open_ for open_, close in PAIRS.items()}
+_MARKER = re.compile("|".join(re.escape(m) for m in [*PAIRS, *CLOSERS]))
+WRONG_SPELLINGS = (
+    "<|channel|>",  # gpt-oss (harmony) spelling, also a typo in early Gemma 4 recipes
+    "<|message|>",
+    "<|start|>",
+    "<|end|>",
+    "<start_of_turn>",  # Gemma 3
+    "<end_of_turn>",
+    "<|turn|>",
+    "<|tool_call|>",
+    "<|tool_response|>",
+)
+ROLES = ("system", "user", "model")
+
+
+@dataclass(frozen=True)
+class Rendering:
+    prompt: str
+    scenario: Scenario
+    content_format: ContentFormat
+    variant: Variant
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    fix: str
+    check: Callable[[Rendering], Iterator[Problem]]
+
+
+RULES: list[Rule] = []
+
+
+def rule(rule_id: str, *, fix: str) -> Callable:
+    def register(check: Callable[[Rendering], Iterator[Problem]]) -> Callable:
+        RULES.append(Rule(rule_id, fix, check))
+        return check
+
+    return register
+
+
+def _at(prompt: str, needle: str, message: str) -> Iterator[Problem]:
+    for match in re.finditer(re.escape(needle), prompt):
+        yield Problem(message, match.start(), match.end())
+
+
+def _tail(prompt: str, message: str) -> Problem:
+    return Problem(message, max(0, len(prompt) - 1), len(prompt))
+
+
+@rule("missing-bos", fix="start the template with {{ bos_token }}, exactly once (vLLM adds no BOS to chat prompts)")
+def _missing_bos(r: Rendering) -> Iterator[Problem]:
+    if not r.prompt.startswith(BOS):
+        yield Problem("the prompt does not start with <bos>", 0, 0)
+    for match in list(re.finditer(re.escape(BOS), r.prompt))[1:]:
+        yield Problem("<bos> appears more than once", match.start(), match.end())
+
+
+@rule(
+    "thought-replayed",
+    fix="strip earlier thoughts: join all text parts first, remove <|channel>...<channel|> (and the <|channel|> "
+    "spelling, unclosed blocks, stray closers), drop content that still starts with a bare 'thought\\n', and never "
+    "render reasoning/reasoning_content except before the tool calls of the turn in progress",
+)
+def _thought_replayed(r: Rendering) -> Iterator[Problem]:
+    seen = set()
+    for match in re.finditer(r"THOUGHT\d+", r.prompt):
+        word = match.group()
+        if word in r.scenario.kept_thoughts or word in seen:
+            continue
+        seen.add(word)
+        yield Problem(f"thought text from history ({word}) is replayed into the prompt", match.start(), match.end())
+
+
+@rule(
+    "open-thought-channel",
+    fix="end the generation prompt with <|turn>model\\n (E-series) or an empty closed block (large); an open "
+    "<|channel>thought\\n is only for continuing after tool results with thinking on",
+)
+def _open_thought_channel(r: Rendering) -> Iterator[Problem]:
+    last_open = r.prompt.rfind(CHANNEL_OPEN)
+    if last_open < 0 or r.prompt.find(CHANNEL_CLOSE, last_open) >= 0:
+        return
+    if r.scenario.thinking and r.scenario.ends_after_tool_results:
+        return
+    state = "off" if not r.scenario.thinking else "on, but this is not a continuation after tool results"
+    yield Problem(f"a thought channel is left open at the end of the prompt (thinking {state})", last_open, len(r.prompt))
+
+
+@rule(
+    "empty-thought-block",
+    fix="large models (26B-A4B/31B): end the thinking-off generation prompt with "
+    "<|turn>model\\n<|channel>thought\\n<channel|>; E-series and thinking on: end with <|turn>model\\n only",
+)
+def _empty_thought_block(r: Rendering) -> Iterator[Problem]:
+    s = r.scenario
+    if not s.add_generation_prompt or s.ends_after_tool_results:
+        return
+    has_block = r.prompt.endswith(MODEL_PROMPT + EMPTY_THOUGHT)
+    if r.variant == "large" and not s.thinking and not has_block:
+        yield _tail(r.prompt, "thinking is off but the large-model generation prompt lacks the empty thought block")
+    elif (r.variant == "e" or s.thinking) and r.prompt.endswith(EMPTY_THOUGHT):
+        why = "thinking is on (the block suppresses thinking)" if s.thinking else "this is an E-series template"
+        yield _tail(r.prompt, f"the generation prompt ends in an empty thought block although {why}")
+
+
+@rule(
+    "generation-prompt",
+    fix="with add_generation_prompt end in <|turn>model\\n (after tool results: right after <tool_response|>); "
+    "without it, close the last turn with <turn|>\\n",
+)
+def _generation_prompt(r: Rendering) -> Iterator[Problem]:
+    s, p = r.scenario, r.prompt
+    if not s.add_generation_prompt:
+        if not p.endswith(TURN_CLOSE + "\n"):
+            yield _tail(p, "add_generation_prompt is false but the prompt does not end with a closed turn")
+    elif s.ends_after_tool_results:
+        endings = ["<tool_response|>"] + (["<tool_response|><|channel>thought\n"] if s.thinking else [])
+        if not any(p.endswith(e) for e in endings):
+            yield _tail(p, "after tool results the model continues its own turn: the prompt must end at <tool_response|>")
+    elif not (p.endswith(MODEL_PROMPT) or p.endswith(MODEL_PROMPT + EMPTY_THOUGHT)):
+        yield _tail(p, "the generation prompt does not open a model turn (<|turn>model\\n)")
+
+
+@rule("wrong-marker-spelling", fix="use Gemma 4's own markers: <|channel>, <channel|>, <|turn>, <turn|>")
+def _wrong_marker_spelling(r: Rendering) -> Iterator[Problem]:
+    for spelling in WRONG_SPELLINGS:
+        yield from _at(r.prompt, spelling, f"{spelling} is not a Gemma 4 token")
+
+
+@rule(
+    "python-repr",
+    fix="content can be a list of parts (--chat-template-content-format openai): render each part's text, "
+    "never the list itself",
+)
+def _python_repr(r: Rendering) -> Iterator[Problem]:
+    for match in re.finditer(r"\[?\{'type': '\w+'|\{\"type\": \"\w+\"", r.prompt):
+        yield Problem("a content part is rendered as a Python/JSON value", match.start(), match.end())
+        return
+
+
+@rule(
+    "think-switch",
+    fix="set thinking with `enable_thinking is sameas true` (reject other non-boolean values) and write "
+    "<|think|>\\n first in the system turn",
+)
+def _think_switch(r: Rendering) -> Iterator[Problem]:
+    s, p = r.scenario, r.prompt
+    where = p.find(THINK)
+    if where >= 0 and not s.thinking:
+        value = s.chat_template_kwargs.get("enable_thinking", "<omitted>")
+        yield Problem(f"<|think|> is present although enable_thinking is {value!r}, not the boolean true", where, where + len(THINK))
+    elif where < 0 and s.thinking:
+        yield Problem("enable_thinking is true but <|think|> is missing", 0, 0)
+    elif where >= 0 and not p.startswith(BOS + "<|turn>system\n" + THINK + "\n"):
+        yield Problem("<|think|> is not the first line of the system turn", where, where + len(THINK))
+
+
+@rule(
+    "tool-result-turn",
+    fix="render each tool result as <|tool_response>response:NAME{...}<tool_response|> inside the model turn "
+    "that made the call, never as a <|turn>tool turn",
+)
+def _tool_result_turn(r: Rendering) -> Iterator[Problem]:
+    p = r.prompt
+    yield from _at(p, "<|turn>tool", "a tool result is rendered as a separate turn")
+    for match in re.finditer(re.escape("<|tool_response>"), p):
+        turn = p.rfind(TURN_OPEN, 0, match.start())
+        if turn < 0 or not p.startswith(MODEL_PROMPT, turn) or p.find(TURN_CLOSE, turn, match.start()) >= 0:
+            yield Problem("a tool result is rendered outside the model turn that called the tool", match.start(), match.end())
+
+
+@rule(
+    "tool-args-json-string",
+    fix="render tool-call arguments as a mapping: call:NAME{key:<|\"|>value<|\"|>} (vLLM decodes the JSON "
+    "string before rendering; never print arguments with tojson or as a string)",
+)
+def _tool_args_json_string(r: Rendering) -> Iterator[Problem]:
+    for match in re.finditer(r"<\|tool_call>call:[\w.\-]+", r.prompt):
+        after = r.prompt[match.end() : match.end() + 2]
+        if not re.match(r"\{(\}|[A-Za-z_])", after):
+            yield Problem("tool-call arguments are not rendered as a bare-key mapping", match.start(), match.end() + 8)
+
+
+@rule(
+    "unbalanced-markers",
+    fix="close every <|turn>, <|channel>, <|tool>, <|tool_call> and <|tool_response> you open, without nesting "
+    "one inside another of the same kind; only the final model turn may stay open for generation",
+)
+def _unbalanced_markers(r: Rendering) -> Iterator[Problem]:
+    stack: list[tuple[str, int]] = []
+    for match in _MARKER.finditer(r.prompt):
+        marker, at = match.group(), match.start()
+        if marker in PAIRS:
+            if marker == TURN_OPEN and stack:
+                yield Problem(f"{marker} opens while {stack[-1][0]} is still open", at, match.end())
+                return
+            if marker != TURN_OPEN and [m for m, _ in stack] != [TURN_OPEN]:
+                yield Problem(f"{marker} opens outside a turn or inside another block", at, match.end())
+                return
+            stack.append((marker, at))
+        elif not stack or PAIRS[stack[-1][0]] != marker:
+            expected = PAIRS[stack[-1][0]] if stack else "nothing"
+            yield Problem(f"{marker} closes nothing open (expected {expected})", at, match.end())
+            return
+        else:
+            stack.pop()
+    still_open = [m for m, _ in stack]
+    allowed = [[]] + ([[TURN_OPEN], [TURN_OPEN, CHANNEL_OPEN]] if r.scenario.add_generation_prompt else [])
+    if still_open not in allowed:
+        marker, at = stack[-1]
+        yield Problem(f"{marker} is never closed", at, at + len(marker))
+    if r.prompt.count('<|"|>') % 2:
+        yield Problem('an odd number of <|"|> string delimiters', r.prompt.rfind('<|"|>'), len(r.prompt))
+
+
+@rule("role-names", fix="render roles as system, user or model (assistant -> model, developer -> system)")
+def _role_names(r: Rendering) -> Iterator[Problem]:
+    for match in re.finditer(r"<\|turn>(\w*)", r.prompt):
+        role = match.group(1)
+        if role not in ROLES and role != "tool":
+            yield Problem(f"turn role {role!r} is not a Gemma 4 role", match.start(), match.end())
+
+
+@rule(
+    "system-turn",
+    fix="open one system turn right after <bos> when thinking is on, tools are given or the first message is "
+    "system/developer; put <|think|>, the system text and every tool declaration in it",
+)
+def _system_turn(r: Rendering) -> Iterator[Problem]:
+    s, p = r.scenario, r.prompt
+    needs_system = s.thinking or bool(s.tools) or s.first_role in ("system", "developer")
+    opens_system = p.startswith(BOS + "<|turn>system\n")
+    if needs_system and not opens_system:
+        yield Problem("the prompt does not open with a system turn", 0, min(len(p), 20))
+        return
+    if not needs_system and opens_system:
+        yield Problem("a system turn is opened with no thinking, tools or system message", 0, 20)
+    system_end = p.find(TURN_CLOSE) if opens_system else 0
+    for match in re.finditer(re.escape("<|tool>"), p):
+        if match.start() > system_end:
+            yield Problem("a tool declaration is outside the first system turn", match.start(), match.end())
+
+
+@rule(
+    "content-dropped",
+    fix="keep every user text, visible answer, tool call and tool result; strip only the thoughts",
+)
+def _content_dropped(r: Rendering) -> Iterator[Problem]:
+    for expected in r.scenario.must_contain:
+        if expected not in r.prompt:
+            yield _tail(r.prompt, f"expected {expected!r} in the prompt")
+
+
+RENDER_ERROR_FIX = "the template must render this request; reject only a non-boolean enable_thinking (raise_exception)"

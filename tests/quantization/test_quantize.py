@@ -1,0 +1,202 @@
+"""The real ModelOpt on the CPU, on tiny random Gemma 4 models shaped like E2B (text-only and multimodal)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from specdraft.cli import main
+from specdraft.errors import RefusedError, UserError
+from specdraft.quantization import check_quantization, read_quantization
+from specdraft.quantization.quantize import plan_quantization, quantize_draft
+
+pytest.importorskip("modelopt.torch.quantization", reason="the quantize extra (nvidia-modelopt) is not installed")
+
+E2B_LIKE_LAYERS = ["sliding_attention"] * 4 + ["full_attention"] + ["sliding_attention"] * 4 + ["full_attention"]
+
+
+def tiny_text_config():
+    from transformers import Gemma4TextConfig
+
+    return Gemma4TextConfig(
+        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=10,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=32, global_head_dim=64,
+        hidden_size_per_layer_input=16, vocab_size_per_layer_input=512, num_kv_shared_layers=5,
+        use_double_wide_mlp=True, layer_types=E2B_LIKE_LAYERS, sliding_window=16,
+    )
+
+
+def save_tiny(model, directory: Path, architecture: str) -> Path:
+    model.config.architectures = [architecture]
+    model.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tiny_text_draft(tmp_path_factory) -> Path:
+    from transformers import Gemma4ForCausalLM
+
+    torch.manual_seed(0)
+    model = Gemma4ForCausalLM(tiny_text_config()).to(torch.bfloat16)
+    return save_tiny(model, tmp_path_factory.mktemp("tiny-e2b-text"), "Gemma4ForCausalLM")
+
+
+@pytest.fixture(scope="module")
+def tiny_multimodal_draft(tmp_path_factory) -> Path:
+    from transformers import Gemma4Config, Gemma4ForConditionalGeneration
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4AudioConfig, Gemma4VisionConfig
+
+    vision = Gemma4VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                num_key_value_heads=2, head_dim=16, global_head_dim=16)
+    audio = Gemma4AudioConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, output_proj_dims=64)
+    torch.manual_seed(0)
+    model = Gemma4ForConditionalGeneration(Gemma4Config(text_config=tiny_text_config(), vision_config=vision, audio_config=audio))
+    return save_tiny(model.to(torch.bfloat16), tmp_path_factory.mktemp("tiny-e2b-mm"), "Gemma4ForConditionalGeneration")
+
+
+@pytest.fixture(scope="module")
+def nvfp4_text_export(tiny_text_draft, tmp_path_factory):
+    plan = plan_quantization(tiny_text_draft, "nvfp4")
+    return quantize_draft(plan, tmp_path_factory.mktemp("out") / "nvfp4", calib="random-tokens", progress=lambda _: None)
+
+
+def tensor_dtypes(directory: Path) -> dict[str, str]:
+    dtypes = {}
+    for path in sorted(directory.glob("*.safetensors")):
+        with safe_open(str(path), "pt") as handle:
+            for name in handle.keys():
+                dtypes[name] = handle.get_slice(name).get_dtype()
+    return dtypes
+
+
+def test_nvfp4_export_packs_weights_in_u8_with_fp8_block_scales(nvfp4_text_export):
+    dtypes = tensor_dtypes(nvfp4_text_export.out_dir)
+    layer = "model.layers.0.mlp.down_proj"
+    assert dtypes[f"{layer}.weight"] == "U8"
+    assert dtypes[f"{layer}.weight_scale"] == "F8_E4M3"
+    assert dtypes[f"{layer}.weight_scale_2"] == "F32"
+    assert dtypes[f"{layer}.input_scale"] == "F32"
+    with safe_open(str(nvfp4_text_export.out_dir / "model.safetensors"), "pt") as handle:
+        # 128 inputs packed two per byte, one FP8 scale per 16 inputs
+        assert handle.get_slice(f"{layer}.weight").get_shape() == [64, 64]
+        assert handle.get_slice(f"{layer}.weight_scale").get_shape() == [64, 8]
+        # KV-shared layers have the double-wide MLP (use_double_wide_mlp): 256 inputs
+        assert handle.get_slice("model.layers.5.mlp.down_proj.weight").get_shape() == [64, 128]
+        assert handle.get_slice("model.layers.5.mlp.down_proj.weight_scale").get_shape() == [64, 16]
+    assert dtypes["model.embed_tokens.weight"] == "BF16"
+    assert dtypes["model.embed_tokens_per_layer.weight"] == "BF16"  # per-layer tables are lookups
+    assert dtypes["model.per_layer_model_projection.weight"] == "U8"  # a Linear that vLLM quantizes
+
+
+def test_nvfp4_export_reads_back_as_modelopt_fp4(nvfp4_text_export):
+    info = read_quantization(nvfp4_text_export.out_dir)
+    assert info == nvfp4_text_export.info
+    assert (info.format, info.vllm_quantization, info.scheme, info.group_size) == ("modelopt", "modelopt_fp4", "nvfp4", 16)
+    assert info.quant_algo == "NVFP4"
+    assert info.producer.name == "modelopt" and info.producer.version == nvfp4_text_export.modelopt_version
+    assert info.sources == ("config.json", "hf_quant_config.json")
+    assert info.kv_cache is None
+    assert info.kv_shared_layers == (5, 6, 7, 8, 9)
+    assert set(info.tensor_dtypes) == {"BF16", "F32", "F8_E4M3", "U8"}
+    assert check_quantization(info, declared="modelopt_fp4") == []
+
+
+def test_kv_shared_layers_keep_attention_in_bf16(nvfp4_text_export):
+    info = nvfp4_text_export.info
+    dtypes = tensor_dtypes(nvfp4_text_export.out_dir)
+    for layer in info.kv_shared_layers:
+        assert f"model.layers.{layer}.self_attn*" in info.exclusions
+        assert dtypes[f"model.layers.{layer}.self_attn.q_proj.weight"] == "BF16"
+        assert dtypes[f"model.layers.{layer}.mlp.down_proj.weight"] == "U8"
+    assert dtypes["model.layers.4.self_attn.q_proj.weight"] == "U8"
+    assert dtypes["model.layers.4.self_attn.k_proj.weight"] == "U8"
+
+
+def test_export_config_json_and_hf_quant_config_agree(nvfp4_text_export):
+    out = nvfp4_text_export.out_dir
+    block = json.loads((out / "config.json").read_text())["quantization_config"]
+    legacy = json.loads((out / "hf_quant_config.json").read_text())["quantization"]
+    assert block["quant_method"] == "modelopt"
+    assert block["quant_algo"] == legacy["quant_algo"] == "NVFP4"
+    assert block["ignore"] == legacy["exclude_modules"]
+    assert block["config_groups"]["group_0"]["weights"] == {"dynamic": False, "num_bits": 4, "type": "float", "group_size": 16}
+
+
+@pytest.mark.parametrize(("scheme", "algo", "weight_dtype", "activation_bits"), [
+    ("nvfp4-a16", "W4A16_NVFP4", "U8", None),
+    ("fp8", "FP8", "F8_E4M3", 8),
+])
+def test_other_schemes_export_what_vllm_expects(tiny_text_draft, tmp_path, scheme, algo, weight_dtype, activation_bits):
+    plan = plan_quantization(tiny_text_draft, scheme)
+    result = quantize_draft(plan, tmp_path / scheme, calib="random-tokens", progress=lambda _: None)
+    info = result.info
+    assert (info.quant_algo, info.scheme, info.activation_bits) == (algo, scheme, activation_bits)
+    assert tensor_dtypes(result.out_dir)["model.layers.0.mlp.up_proj.weight"] == weight_dtype
+    assert check_quantization(info) == []
+
+
+def test_multimodal_draft_keeps_towers_and_projections_bf16(tiny_multimodal_draft, tmp_path):
+    result = quantize_draft(plan_quantization(tiny_multimodal_draft, "nvfp4"), tmp_path / "mm", calib="random-tokens",
+                            progress=lambda _: None)
+    info = result.info
+    dtypes = tensor_dtypes(result.out_dir)
+    towers = [name for name in dtypes if name.startswith(("model.vision_tower", "model.audio_tower", "model.embed_"))]
+    assert towers
+    assert {dtypes[name] for name in towers if name.endswith(".weight")} <= {"BF16", "F32"}
+    assert not [m for m in info.quantized_modules if "tower" in m or "embed_" in m]
+    assert dtypes["model.language_model.layers.0.mlp.gate_proj.weight"] == "U8"
+    assert info.multimodal_parts == ("vision", "audio")
+    assert check_quantization(info) == []
+
+
+def test_plan_refuses_a_model_that_does_not_fit_in_memory(tiny_text_draft):
+    with pytest.raises(RefusedError, match=r"needs about .* GiB of cpu memory; 0\.0 GiB is available"):
+        plan_quantization(tiny_text_draft, "nvfp4", available_bytes=1024)
+
+
+def test_plan_refuses_a_model_that_is_not_gemma4(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    with pytest.raises(UserError, match="is a LlamaForCausalLM, not Gemma 4"):
+        plan_quantization(tmp_path, "nvfp4")
+
+
+def test_plan_refuses_missing_weights(tiny_text_draft, tmp_path):
+    (tmp_path / "config.json").write_text((tiny_text_draft / "config.json").read_text())
+    with pytest.raises(UserError, match="has no \\*.safetensors weights"):
+        plan_quantization(tmp_path, "nvfp4")
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "model-00002-of-00002.safetensors"}}))
+    (tmp_path / "model-00001-of-00002.safetensors").write_bytes((tiny_text_draft / "model.safetensors").read_bytes())
+    with pytest.raises(UserError, match="missing 1 weight shard"):
+        plan_quantization(tmp_path, "nvfp4")
+
+
+def test_plan_refuses_an_already_quantized_checkpoint(nvfp4_text_export):
+    with pytest.raises(UserError, match="is already quantized"):
+        plan_quantization(nvfp4_text_export.out_dir, "fp8")
+
+
+def test_cli_quantizes_and_prints_the_vllm_quantization(tiny_text_draft, tmp_path, capsys):
+    out = tmp_path / "cli-draft"
+    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(out), "--calib", "random-tokens", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["quantization"]["vllm_quantization"] == "modelopt_fp4"
+    assert report["calibration"] == {"sequences": 8, "tokens": 8 * 64}
+    assert read_quantization(out).scheme == "nvfp4"
+
+
+def test_cli_refuses_a_non_empty_out_dir_without_touching_it(tiny_text_draft, tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("mine")
+    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(tmp_path), "--calib", "random-tokens"])
+    assert code == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_builtin_calibration_without_a_tokenizer_is_a_user_error(tiny_text_draft, tmp_path, capsys):
+    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(tmp_path / "x")])
+    assert code == 2
+    assert "has no tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,125 @@
+"""check_template: shipped templates pass everything; official-like templates show the known leaks;
+every rule catches the defect it is named after (each shown on a mutated copy of a shipped template)."""
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from specdraft.templates import RULES, SCENARIOS, TemplateSourceError, check_template, shipped_template
+from specdraft.templates.check import detect_variant
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _rules_by_case(findings):
+    return {(f.rule, f.scenario, f.content_format) for f in findings}
+
+
+@pytest.mark.parametrize("variant", ["e", "large"])
+def test_shipped_template_has_no_finding_on_any_scenario_in_either_format(variant):
+    assert check_template(shipped_template(variant).read_text(), variant) == []
+
+
+def test_shipped_templates_differ_only_in_the_thinking_off_generation_prompt():
+    e = shipped_template("e").read_text().splitlines()
+    large = shipped_template("large").read_text().splitlines()
+    changes = [op for op in difflib.SequenceMatcher(a=e, b=large).get_opcodes() if op[0] != "equal"]
+    header, block = changes  # the header comment names the sizes; one insertion adds the empty block
+    assert header[:3] == ("replace", 0, 1)
+    assert block[0] == "insert"
+    inserted = "\n".join(large[block[3] : block[4]])
+    assert "{%- if not thinking -%}" in inserted and "'<|channel>thought\\n<channel|>'" in inserted
+
+
+def test_shipped_template_for_one_size_fails_the_other():
+    e_on_large = {f.rule for f in check_template(shipped_template("e").read_text(), "large")}
+    large_on_e = {f.rule for f in check_template(shipped_template("large").read_text(), "e")}
+    assert e_on_large == {"empty-thought-block"} and large_on_e == {"empty-thought-block"}
+
+
+@pytest.mark.parametrize("variant", ["e", "large"])
+def test_the_official_templates_leak_cases_are_reported(variant):
+    found = _rules_by_case(check_template((FIXTURES / f"official_like_{variant}.jinja").read_text(), variant))
+    for fmt in ("string", "openai"):
+        assert ("thought-replayed", "history-bare-thought-label", fmt) in found
+        assert ("thought-replayed", "history-pipe-spelling", fmt) in found
+        assert ("wrong-marker-spelling", "history-pipe-spelling", fmt) in found
+        assert ("thought-replayed", "final-answer-reasoning-after-last-user", fmt) in found
+        assert ("think-switch", "thinking-string-false", fmt) in found
+    # a thought split over text parts only exists in the openai content format
+    assert ("thought-replayed", "history-thought-split-over-parts", "openai") in found
+    assert ("thought-replayed", "history-thought-split-over-parts", "string") not in found
+    # what the official templates get right is not reported
+    assert not any(rule in {"thought-replayed"} and s == "history-inline-thought" for rule, s, _ in found)
+
+
+def test_a_finding_names_rule_scenario_format_excerpt_and_fix():
+    findings = check_template((FIXTURES / "official_like_e.jinja").read_text(), "e")
+    finding = next(f for f in findings if f.scenario == "history-bare-thought-label")
+    assert finding.rule == "thought-replayed" and finding.content_format == "string"
+    assert "<|turn>model\\nthought\\nTHOUGHT2" in finding.excerpt
+    assert finding.fix and finding.message
+    assert set(finding.to_dict()) == {"rule", "scenario", "content_format", "message", "excerpt", "fix"}
+
+
+def test_the_variant_is_detected_from_the_thinking_off_generation_prompt():
+    assert detect_variant(shipped_template("e").read_text()) == "e"
+    assert detect_variant(shipped_template("large").read_text()) == "large"
+
+
+def test_a_broken_template_raises_with_its_line_number():
+    with pytest.raises(TemplateSourceError) as caught:
+        check_template("{{ bos_token }}\n{% if %}", "e")
+    assert caught.value.lineno == 2
+
+
+# (rule, variant, [(text in the shipped template, replacement, occurrence: 1 = first, -1 = last), ...])
+MUTATIONS = [
+    ("missing-bos", "e", [("{{- bos_token -}}", "", 1)]),
+    ("thought-replayed", "e", [("{{- answer(m.content) -}}", "{{- joined(m.content)|trim -}}", 1)]),
+    ("open-thought-channel", "large", [("{{- '<|channel>thought\\n<channel|>' -}}", "{{- '<|channel>thought\\n' -}}", 1)]),
+    ("empty-thought-block", "large", [("{{- '<|channel>thought\\n<channel|>' -}}", "", 1)]),
+    ("generation-prompt", "e", [("{{- '<|turn>model\\n' -}}", "", -1)]),
+    ("wrong-marker-spelling", "e",
+     [("{{- '<|channel>thought\\n' ~ reasoning|trim", "{{- '<|channel|>thought\\n' ~ reasoning|trim", 1)]),
+    ("python-repr", "e", [("'\\n' ~ joined(m.content)|trim ~", "'\\n' ~ m.content|string ~", 1)]),
+    ("think-switch", "e",
+     [("enable_thinking is not boolean", "false", 1), ("enable_thinking is sameas true", "enable_thinking", 1)]),
+    ("tool-result-turn", "e",
+     [("{{- '<|tool_response>response:'", "{{- '<turn|>\\n<|turn>tool\\n<|tool_response>response:'", 1)]),
+    ("tool-args-json-string", "e",
+     [("value(function.arguments if function.arguments is mapping else {})", "'{' ~ function.arguments|tojson ~ '}'", 1)]),
+    ("unbalanced-markers", "e", [("joined(m.content)|trim ~ '<turn|>\\n'", "joined(m.content)|trim ~ '\\n'", 1)]),
+    ("role-names", "e", [("{{- '<|turn>model\\n' -}}", "{{- '<|turn>assistant\\n' -}}", 1)]),
+    ("system-turn", "e", [("{%- if thinking or tools or has_system -%}", "{%- if has_system -%}", 1)]),
+    ("content-dropped", "e", [("{{- answer(m.content) -}}", "", 1)]),
+    ("render-error", "e", [("{{- bos_token -}}", "{{- bos_token -}}{{- messages[0].content.missing() -}}", 1)]),
+]
+
+
+def _mutate(source: str, old: str, new: str, occurrence: int) -> str:
+    assert old in source, f"the shipped template no longer contains {old!r}; update this mutation"
+    if occurrence == -1:
+        head, _, tail = source.rpartition(old)
+        return head + new + tail
+    return source.replace(old, new, 1)
+
+
+@pytest.mark.parametrize("rule,variant,edits", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_each_rule_catches_its_defect(rule, variant, edits):
+    source = shipped_template(variant).read_text()
+    for old, new, occurrence in edits:
+        source = _mutate(source, old, new, occurrence)
+    assert rule in {f.rule for f in check_template(source, variant)}
+
+
+def test_every_rule_has_a_mutation_test():
+    assert {r.id for r in RULES} | {"render-error"} == {m[0] for m in MUTATIONS}
+
+
+def test_scenario_ids_are_unique_and_cover_both_thinking_kwargs_shapes():
+    ids = [s.id for s in SCENARIOS]
+    assert len(ids) == len(set(ids))
+    shapes = {type(s.chat_template_kwargs.get("enable_thinking")) for s in SCENARIOS}
+    assert {bool, str, int, type(None)} <= shapes
