@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
 # Replays every history message verbatim: earlier thoughts reach the next prompt.
 LEAKY_TEMPLATE = (
@@ -12,11 +10,6 @@ LEAKY_TEMPLATE = (
     "{% endif %}<turn|>\n{% endfor %}{% if add_generation_prompt %}<|turn>model\n<|channel>thought\n<channel|>"
     "{% endif %}"
 )
-
-
-@pytest.fixture(autouse=True)
-def templates_package():
-    pytest.importorskip("specdraft.templates")
 
 
 def _plan(specdraft_cli, *args):
