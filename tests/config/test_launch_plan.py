@@ -80,3 +80,10 @@ def test_plan_json_is_serialisable_and_complete():
     document = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT)).to_json_dict()
     assert json.loads(json.dumps(document))["argv"][:3] == ["vllm", "serve", TARGET]
     assert {"argv", "speculative_config", "findings", "memory", "flags"} <= set(document)
+
+
+def test_a_flag_repeated_after_the_separator_replaces_the_plans_own():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, extra_args=["--max-num-seqs", "8"]))
+    assert plan.argv.count("--max-num-seqs") == 1 and plan.argv[-2:] == ["--max-num-seqs", "8"]
+    assert any(f.check == "serve-flags" and f.message.startswith("--max-num-seqs given after -- replace the plan's")
+               for f in plan.findings)
