@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,8 +44,8 @@ class LaunchRequest(BaseModel):
     """Draft tokens per target step (the seed's validated 4)."""
     method: SpeculativeMethod | None = None
     """Speculative method; unset lets vLLM detect ``draft_model`` (set automatically where detection would fail)."""
-    draft_tensor_parallel_size: int = Field(default=1, ge=1)
-    """Draft tensor-parallel size (the seed's 1)."""
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """Draft tensor-parallel size; unset means the target's (what ``draft_model`` needs; the seed's 1)."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """Target tensor-parallel size; ``--tensor-parallel-size`` is emitted only when above 1."""
     max_model_len: int | None = Field(default=None, ge=1)
@@ -181,7 +180,7 @@ def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[Speculative
         method=method,
         model=request.draft,
         num_speculative_tokens=request.num_speculative_tokens,
-        draft_tensor_parallel_size=request.draft_tensor_parallel_size,
+        draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
     )
@@ -330,7 +329,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     def memory_at(tokens: int) -> MemoryPlan:
         return plan_memory(target, draft if draft.is_known else None, profile, max_model_len=tokens,
                            gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
-                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None)
+                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None,
+                           tensor_parallel_size=request.tensor_parallel_size,
+                           draft_tensor_parallel_size=speculative.draft_tensor_parallel_size or 1)
 
     max_model_len, max_len_reason, memory, lowered_from = _max_model_len(request, target, draft, memory_at)
     template = choose_template(request.chat_template, target.template_variant)

@@ -87,3 +87,10 @@ def test_a_flag_repeated_after_the_separator_replaces_the_plans_own():
     assert plan.argv.count("--max-num-seqs") == 1 and plan.argv[-2:] == ["--max-num-seqs", "8"]
     assert any(f.check == "serve-flags" and f.message.startswith("--max-num-seqs given after -- replace the plan's")
                for f in plan.findings)
+
+
+def test_draft_tensor_parallel_size_follows_the_target_unless_given():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, tensor_parallel_size=2, profile="h100"))
+    assert plan.speculative.draft_tensor_parallel_size == 2
+    assert plan.serve.flag("--tensor-parallel-size").value == "2"
+    assert {f.check: f.level for f in plan.findings}["draft-tensor-parallel"] == "ok"
