@@ -3,7 +3,7 @@
 Acceptance comes from a bench result (``--from-bench``) or is given (``--per-position-acceptance``, vLLM's
 unconditional rates). The cost ratio c (draft step / target step) is given (``--cost-ratio``), measured
 (``--step-times DRAFT_ONLY.json TARGET_ONLY.json``: bench runs of each model served alone) or estimated from
-bytes read per token (``--shapes TARGET_CONFIG DRAFT_CONFIG``). An optional per-step overhead o is given in
+bytes read per token (``--shapes TARGET DRAFT``: repo ids, checkpoint directories or config.json files). An optional per-step overhead o is given in
 ms or as a fraction of a target step, or measured (``--measure-overhead``).
 """
 
@@ -18,12 +18,10 @@ from specdraft.bench import (
     Recommendation,
     SchedulePoint,
     acceptance_from_result,
-    bytes_per_param,
     cost_ratio_from_results,
-    decode_footprint,
     estimate_cost_ratio,
+    footprint_of,
     load_result,
-    load_text_config,
     overhead_fraction,
     overhead_from_results,
     recommend,
@@ -63,10 +61,13 @@ def register(subparsers, name: str, help_text: str) -> None:
     cost.add_argument("--cost-ratio", metavar="C", type=float, help="draft step time / target step time")
     cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"), type=Path,
                       help="bench results of the draft and the target each served alone (same workload)")
-    cost.add_argument("--shapes", nargs=2, metavar=("TARGET_CONFIG", "DRAFT_CONFIG"), type=Path,
-                      help="estimate c from bytes read per token of two config.json files (a lower bound)")
-    parser.add_argument("--target-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
-    parser.add_argument("--draft-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
+    cost.add_argument("--shapes", nargs=2, metavar=("TARGET", "DRAFT"),
+                      help="estimate c from bytes read per token (a lower bound); each a repo id such as "
+                           "google/gemma-4-31B-it, a checkpoint directory or a config.json")
+    parser.add_argument("--target-dtype", default="auto",
+                        help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
+    parser.add_argument("--draft-dtype", default="auto",
+                        help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
     parser.add_argument("--context", type=int, default=2048, metavar="TOKENS",
                         help="with --shapes: context length whose KV cache each token reads (default 2048)")
     overhead = parser.add_mutually_exclusive_group()
@@ -108,18 +109,17 @@ def _inputs(args) -> _Inputs:
         cost_ratio = cost_ratio_from_results(draft_only, target_only, args.concurrency)
         cost_source = f"measured: draft step / target step from {args.step_times[0]} and {args.step_times[1]}"
     elif args.shapes:
-        target = decode_footprint(load_text_config(args.shapes[0]), bytes_per_param=bytes_per_param(args.target_dtype),
-                                  context_tokens=args.context, name=str(args.shapes[0]))
-        draft = decode_footprint(load_text_config(args.shapes[1]), bytes_per_param=bytes_per_param(args.draft_dtype),
-                                 context_tokens=args.context, name=str(args.shapes[1]))
+        target = footprint_of(args.shapes[0], dtype=args.target_dtype, context_tokens=args.context)
+        draft = footprint_of(args.shapes[1], dtype=args.draft_dtype, context_tokens=args.context)
         cost_ratio = estimate_cost_ratio(draft, target)
         cost_source = (f"estimated from bytes read per token at {args.context} tokens of context: draft "
-                       f"{draft.bytes_per_token / 1e9:.2f} GB / target {target.bytes_per_token / 1e9:.2f} GB "
-                       "(a lower bound: small drafts rarely reach full memory bandwidth)")
+                       f"{draft.bytes_per_token / 1e9:.2f} GB ({draft.basis}) / target "
+                       f"{target.bytes_per_token / 1e9:.2f} GB ({target.basis}); a lower bound: small drafts "
+                       "rarely reach full memory bandwidth")
     else:
         raise UserError("tune needs the cost ratio c of a draft step to a target step",
                         hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
-                             "or --shapes TARGET_CONFIG DRAFT_CONFIG")
+                             "or --shapes TARGET DRAFT")
 
     if args.overhead_fraction is not None:
         overhead, overhead_source = args.overhead_fraction, "given"
