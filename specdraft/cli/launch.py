@@ -40,7 +40,7 @@ def register(subparsers, name: str, help_text: str) -> None:
     pair.add_argument("--kv-cache-dtype", default="fp8", help="KV cache dtype (default: fp8)")
     pair.add_argument("--max-num-seqs", type=int, default=1, metavar="N", help="concurrent sequences (default: 1)")
     pair.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="target TP (default: 1)")
-    pair.add_argument("--draft-tensor-parallel-size", type=int, default=1, metavar="N", help="draft TP (default: 1)")
+    pair.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="draft TP (default: the target's)")
     pair.add_argument("--quantization", help="target --quantization (default: from the checkpoint)")
     pair.add_argument("--draft-quantization", help="draft quantization (default: from the checkpoint)")
     pair.add_argument("--chat-template", metavar="PATH", help="template to pass instead of specdraft's own")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,8 +44,8 @@ class LaunchRequest(BaseModel):
     """Draft tokens per target step (the seed's validated 4)."""
     method: SpeculativeMethod | None = None
     """Speculative method; unset lets vLLM detect ``draft_model`` (set automatically where detection would fail)."""
-    draft_tensor_parallel_size: int = Field(default=1, ge=1)
-    """Draft tensor-parallel size (the seed's 1)."""
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """Draft tensor-parallel size; unset means the target's (what ``draft_model`` needs; the seed's 1)."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """Target tensor-parallel size; ``--tensor-parallel-size`` is emitted only when above 1."""
     max_model_len: int | None = Field(default=None, ge=1)
@@ -181,7 +180,7 @@ def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[Speculative
         method=method,
         model=request.draft,
         num_speculative_tokens=request.num_speculative_tokens,
-        draft_tensor_parallel_size=request.draft_tensor_parallel_size,
+        draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
     )
@@ -197,11 +196,14 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
                    + (f", quantization {draft_quant}" if draft_quant else "")
                    + (f"; method set because {method_reason}" if method_reason else ""))
     flags = []
-    add = lambda name, value, reason: flags.append(ServeFlag(name=name, value=value, reason=reason))  # noqa: E731
+
+    def add(name: str, value: str | None, reason: str) -> None:
+        flags.append(ServeFlag(name=name, value=value, reason=reason))
+
     if quantization:
         add("--quantization", quantization,
-            "given" if request.quantization else f"target checkpoint declares {quantization} "
-                                                 f"({target.quantization.basis or 'metadata'})")
+            "given" if request.quantization else f"the target checkpoint is {quantization} "
+                                                 f"(read from {target.source})")
     if request.revision:
         add("--revision", request.revision, "target revision given")
     if request.tensor_parallel_size > 1:
@@ -232,13 +234,28 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
     return flags
 
 
+def _let_extra_args_override(flags: list[ServeFlag], extra: list[str]) -> tuple[list[ServeFlag], list[Finding]]:
+    """A flag the user repeats after ``--`` wins: the plan's own is left out, and the report says so."""
+    given = {arg.split("=", 1)[0] for arg in extra if arg.startswith("--")}
+    overridden = [f.name for f in flags if f.name in given]
+    if not overridden:
+        return flags, []
+    return [f for f in flags if f.name not in given], [Finding(
+        level="warning", check="serve-flags",
+        message=f"{', '.join(overridden)} given after -- replace the plan's; the checks above used the plan's values")]
+
+
 def _restrict_to_version(flags: list[ServeFlag], vllm: VllmFacts, extra: list[str],
                          speculative: SpeculativeConfig) -> tuple[list[ServeFlag], list[Finding]]:
     """Drop flags the installed vLLM does not define; flag unknown extra args and speculative fields."""
     if vllm.serve_flags is None:
         return flags, []
     known = vllm.serve_flags
-    is_known = lambda name: name in known or (name.startswith("--no-") and "--" + name[5:] in known)  # noqa: E731
+
+    def is_known(name: str) -> bool:
+        # argparse's BooleanOptionalAction adds a --no-X for every boolean --X.
+        return name in known or (name.startswith("--no-") and "--" + name[5:] in known)
+
     kept = [f for f in flags if is_known(f.name)]
     dropped = [f.name for f in flags if not is_known(f.name)]
     findings = []
@@ -312,7 +329,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     def memory_at(tokens: int) -> MemoryPlan:
         return plan_memory(target, draft if draft.is_known else None, profile, max_model_len=tokens,
                            gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
-                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None)
+                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None,
+                           tensor_parallel_size=request.tensor_parallel_size,
+                           draft_tensor_parallel_size=speculative.draft_tensor_parallel_size or 1)
 
     max_model_len, max_len_reason, memory, lowered_from = _max_model_len(request, target, draft, memory_at)
     template = choose_template(request.chat_template, target.template_variant)
@@ -325,7 +344,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         else None
     flags = _flags(request, target, speculative, method_reason, max_model_len, max_len_reason, utilization,
                    utilization_reason, hybrid_reason, template_path, language_model_only)
+    flags, override_findings = _let_extra_args_override(flags, request.extra_args)
     flags, version_findings = _restrict_to_version(flags, vllm, request.extra_args, speculative)
+    version_findings = override_findings + version_findings
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     facts = PairFacts(
         target=target, draft=draft, speculative=speculative, tensor_parallel_size=request.tensor_parallel_size,

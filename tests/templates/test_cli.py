@@ -1,12 +1,9 @@
-"""`specdraft template ...` as a user runs it: exit codes, messages, JSON, and templates shipped in the wheel."""
+"""`specdraft template ...` as a user runs it: exit codes, messages and JSON."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from specdraft.templates import shipped_template
 
@@ -65,26 +62,3 @@ def test_probe_of_an_unreachable_server_exits_2_with_a_hint():
 def test_path_prints_the_shipped_template():
     done = specdraft("path", "--variant", "e")
     assert done.returncode == 0 and Path(done.stdout.strip()) == shipped_template("e")
-
-
-def test_the_wheel_ships_both_templates(tmp_path):
-    source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    for name in ("specdraft", "chat_templates"):
-        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
-        check=True, capture_output=True,
-    )
-    wheel = next((tmp_path / "dist").glob("specdraft-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
-                   check=True, capture_output=True)
-    code = "from specdraft.templates import shipped_template as s; print(s('e')); print(s('large'))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, done.stderr
-    paths = [Path(line) for line in done.stdout.split()]
-    assert all(p.is_file() and str(p).startswith(str(tmp_path / "site")) for p in paths)
-    assert paths[1].read_text() == shipped_template("large").read_text()
