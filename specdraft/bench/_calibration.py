@@ -74,3 +74,20 @@ def overhead_from_results(speculative: BenchResult, draft_only: BenchResult, tar
         step_ms(target_only, level.concurrency, "target-only"),
         step_ms(draft_only, level.concurrency, "draft-only"),
     )
+
+
+def measured_speedup(speculative: BenchResult, target_only: BenchResult | None = None,
+                     concurrency: int | None = None) -> tuple[int, float] | None:
+    """(K the server ran, its measured decode speedup over the target alone), or None if nothing to compare with.
+
+    The baseline is the one ``bench --compare`` embedded in the result, else ``target_only``; both must
+    have run the same workload at the chosen concurrency (default: the lowest).
+    """
+    level = _level(speculative, concurrency, "speculative")
+    if level.spec_decode is None or not level.decode_tok_s:
+        return None
+    baseline = speculative.baseline or target_only
+    base_level = baseline.level(level.concurrency) if baseline is not None else None
+    if base_level is None or not base_level.decode_tok_s:
+        return None
+    return level.spec_decode.num_speculative_tokens, level.decode_tok_s / base_level.decode_tok_s

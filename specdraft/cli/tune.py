@@ -20,6 +20,7 @@ from specdraft.bench import (
     acceptance_from_result,
     cost_ratio_from_results,
     estimate_cost_ratio,
+    measured_speedup,
     footprint_of,
     load_result,
     overhead_fraction,
@@ -40,6 +41,8 @@ class _Inputs:
     cost_source: str
     overhead: float
     overhead_source: str
+    measured: tuple[int, float] | None = None
+    """(K the benched server ran, its measured speedup), when a baseline of the same workload is at hand."""
 
 
 def _float_list(text: str) -> list[float]:
@@ -142,7 +145,19 @@ def _inputs(args) -> _Inputs:
                            f"K draft steps")
     else:
         overhead, overhead_source = 0.0, "none modelled"
-    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source)
+    measured = measured_speedup(result, target_only, args.concurrency) if result is not None else None
+    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source, measured)
+
+
+def _measured_vs_predicted(rec: Recommendation, measured: tuple[int, float] | None) -> dict | None:
+    if measured is None:
+        return None
+    k, speedup = measured
+    row = next((r for r in rec.table if r.k == k), None)
+    predicted = row.predicted_speedup if row else None
+    return {"k": k, "measured_speedup": round(speedup, 4),
+            "predicted_speedup": None if predicted is None else round(predicted, 4),
+            "prediction_error": None if predicted is None else round(predicted / speedup - 1, 4)}
 
 
 def _schedule(args) -> list[tuple[int, int, int]]:
@@ -166,7 +181,7 @@ def _schedule(args) -> list[tuple[int, int, int]]:
                               extrapolation="none" if args.no_extrapolation else "geometric")
 
 
-def _render(rec: Recommendation, inputs: _Inputs, schedule) -> str:
+def _render(rec: Recommendation, inputs: _Inputs, schedule, check: dict | None) -> str:
     lines = []
     if rec.speculate:
         lines.append(f"recommended num_speculative_tokens: {rec.recommended_k} "
@@ -190,6 +205,9 @@ def _render(rec: Recommendation, inputs: _Inputs, schedule) -> str:
     if any(row.extrapolated for row in rec.table):
         lines.append("  * extrapolated, not measured")
     lines += [f"note: {n}" for n in rec.notes]
+    if check is not None and check["predicted_speedup"] is not None:
+        lines.append(f"measured at K = {check['k']} (the benched server): {check['measured_speedup']:.2f}x decode "
+                     f"speedup; predicted {check['predicted_speedup']:.2f}x ({check['prediction_error']:+.1%})")
     if schedule is not None:
         lines.append(f"num_speculative_tokens_per_batch_size: {json.dumps([list(s) for s in schedule])}")
     return "\n".join(lines)
@@ -200,13 +218,15 @@ def run(args) -> ExitCode:
     rec = recommend(inputs.acceptance, inputs.cost_ratio, max_k=args.max_k, overhead=inputs.overhead,
                     extrapolation="none" if args.no_extrapolation else "geometric")
     schedule = _schedule(args) if args.schedule else None
+    check = _measured_vs_predicted(rec, inputs.measured)
     if args.json:
         out = rec.to_json()
         out["sources"] = {"acceptance": inputs.acceptance_source, "cost_ratio": inputs.cost_source,
                           "overhead": inputs.overhead_source}
         if schedule is not None:
             out["num_speculative_tokens_per_batch_size"] = [list(s) for s in schedule]
+        out["measured"] = check
         print(json.dumps(out, indent=2))
     else:
-        print(_render(rec, inputs, schedule))
+        print(_render(rec, inputs, schedule, check))
     return ExitCode.OK

@@ -78,5 +78,20 @@ def test_tune_with_measured_overhead_reproduces_the_measured_speedup_at_the_meas
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert data["table"][3]["predicted_speedup"] == pytest.approx(71.3 / 56.2, rel=1e-3)
+    assert data["measured"]["k"] == 4
+    assert data["measured"]["measured_speedup"] == pytest.approx(71.3 / 56.2, rel=1e-3)
+    assert data["measured"]["prediction_error"] == pytest.approx(0.0, abs=1e-3)
     assert data["num_speculative_tokens_per_batch_size"][0][0] == 1
     assert data["sources"]["overhead"].startswith("measured")
+
+
+def test_without_overhead_the_textbook_model_overpredicts_the_h200_run(tmp_path, capsys):
+    paths = {}
+    for name, res in (("spec", SPEC), ("draft", DRAFT), ("target", TARGET)):
+        paths[name] = tmp_path / f"{name}.json"
+        res.save(paths[name])
+    main(["tune", "--from-bench", str(paths["spec"]), "--step-times", str(paths["draft"]), str(paths["target"]),
+          "--concurrency", "1"])
+    out = capsys.readouterr().out
+    # E = 3.43 over 1 + 4 * 0.1796 = 1.718 target steps: 2.00x predicted against 1.27x measured
+    assert "measured at K = 4 (the benched server): 1.27x decode speedup; predicted 2.00x (+57.4%)" in out
