@@ -36,10 +36,19 @@ class RequestTiming:
     last_token_s: float
 
     @property
-    def decode_tok_s(self) -> float:
-        """Tokens after the first over the time they took; NaN with fewer than two tokens."""
-        span = self.last_token_s - self.first_token_s
-        return (self.output_tokens - 1) / span if self.output_tokens > 1 and span > 0 else float("nan")
+    def decode_tokens(self) -> int:
+        """Tokens after the first (the prefill's): the ones decode steps produced."""
+        return max(0, self.output_tokens - 1)
+
+    @property
+    def decode_s(self) -> float:
+        """Time from the first token to the last."""
+        return self.last_token_s - self.first_token_s
+
+    @property
+    def itl_ms(self) -> float:
+        """Mean inter-token latency of this request in ms; NaN with fewer than two tokens."""
+        return 1000.0 * self.decode_s / self.decode_tokens if self.decode_tokens else float("nan")
 
 
 @dataclass(frozen=True)
@@ -189,15 +198,16 @@ def run_level(
     after = scrape_spec_decode(client, base_url, model)
     spec = after - before if after is not None and before is not None else None
     total = sum(t.output_tokens for t in timings)
-    decode = [t.decode_tok_s for t in timings]
+    decode_tokens = sum(t.decode_tokens for t in timings)
+    decode_s = sum(t.decode_s for t in timings)
     return LevelResult(
         concurrency=concurrency,
         requests=requests,
         output_tokens=total,
         wall_s=wall,
         output_tok_s=total / wall if wall > 0 else float("nan"),
-        decode_tok_s=Summary.of(decode),
-        itl_ms=Summary.of([1000.0 / d for d in decode if d == d and d > 0]),
+        decode_tok_s=decode_tokens / decode_s if decode_s > 0 else None,
+        itl_ms=Summary.of([t.itl_ms for t in timings]),
         ttft_s=Summary.of([t.ttft_s for t in timings]),
         e2e_s=Summary.of([t.e2e_s for t in timings]),
         spec_decode=spec,

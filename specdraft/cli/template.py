@@ -124,6 +124,8 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
             status = "LEAK  " + "; ".join(f"{leak.marker!r} in {leak.where}: {leak.excerpt}" for leak in result.leaks)
         else:
             status = "ok"
+        if result.note:
+            status += f" ({result.note})"
         print(f"{result.request:<22} {mode}  {status}", flush=True)
 
     try:

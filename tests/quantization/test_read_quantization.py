@@ -88,7 +88,13 @@ def test_missing_directory_is_a_user_error(tmp_path: Path):
         read_quantization(tmp_path / "nope")
 
 
-def test_unknown_quant_method_is_a_user_error(tmp_path: Path):
-    (tmp_path / "config.json").write_text('{"quantization_config": {"quant_method": "gptq", "bits": 4}}')
-    with pytest.raises(UserError, match="'gptq' is not one specdraft reads"):
+def test_other_quant_methods_are_reported_with_their_own_method(tmp_path: Path):
+    (tmp_path / "config.json").write_text('{"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}')
+    info = read_quantization(tmp_path)
+    assert (info.format, info.vllm_quantization, info.scheme, info.group_size) == ("other", "awq", "w4a16", 128)
+
+
+def test_a_quantization_block_without_quant_method_is_a_user_error(tmp_path: Path):
+    (tmp_path / "config.json").write_text('{"quantization_config": {"bits": 4}}')
+    with pytest.raises(UserError, match="names no quant_method"):
         read_quantization(tmp_path)

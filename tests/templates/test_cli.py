@@ -1,10 +1,9 @@
-"""`specdraft template ...` as a user runs it: exit codes, messages, JSON, and templates shipped in the wheel."""
+"""`specdraft template ...` as a user runs it: exit codes, messages and JSON."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
-
 
 from specdraft.templates import shipped_template
 

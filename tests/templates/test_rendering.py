@@ -1,7 +1,7 @@
 """The renderer hands templates exactly what vLLM's chat endpoint hands them."""
 
-import jinja2
 import pytest
+import transformers.utils.chat_template_utils as hf_chat
 
 from specdraft.templates.rendering import (
     TemplateRenderError,
@@ -85,6 +85,9 @@ def test_rendering_passes_gemma4_special_tokens_and_chat_template_kwargs():
     assert prompt == "<bos><eos>TrueFalse"
 
 
+@pytest.mark.skipif(
+    not hasattr(hf_chat, "_normalize_chat_messages"), reason="this transformers passes null values through"
+)
 def test_keys_with_null_values_are_dropped_before_rendering():
     source = "{{ 'name' in messages[0] }}"
     assert render_chat(source, [{"role": "user", "content": "x", "name": None}], content_format="string") == "False"

@@ -97,3 +97,13 @@ def test_unknown_model_id_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="no config for 'google/gemma-9-XXL'"):
         write_dummy_checkpoint("google/gemma-9-XXL", tmp_path / "out", models_dir=tmp_path)
     assert not (tmp_path / "out").exists()
+
+
+def test_draft_proposes_repeating_the_last_token(pair):
+    import torch
+    from transformers import Gemma4ForCausalLM
+
+    draft = Gemma4ForCausalLM.from_pretrained(pair.draft, dtype=torch.float32).eval()
+    prompt = torch.tensor([[2, *range(300, 320)]])
+    with torch.no_grad():
+        assert draft(prompt).logits[0].argmax(-1).tolist() == prompt[0].tolist()

