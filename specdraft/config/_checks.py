@@ -327,6 +327,9 @@ def check_chat_template(facts: PairFacts) -> Finding:
 
 
 def check_vllm(vllm: VllmFacts) -> Finding:
+    if vllm.version is None and vllm.python:
+        return Finding(level="error", check="vllm", message=f"no vLLM to serve with: {vllm.note}",
+                       hint=f"{shlex.quote(vllm.python)} -m pip install vllm, or pass --python with another interpreter")
     if vllm.version is None:
         return Finding(level="warning", check="vllm", message=f"no vLLM found: {vllm.note}; the plan assumes "
                        "every flag exists (true for 0.19-0.33)", hint="pass --python /path/to/venv/bin/python")

@@ -65,7 +65,7 @@ def test_e_series_target_gets_the_e_template_variant():
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
     from specdraft.patching.release_trees import release_tree
 
-    root = release_tree("0.19.0", progress=lambda line: None) / "vllm"
+    root = release_tree("0.19.0", progress=lambda line: None)
     plan = build_launch_plan(LaunchRequest(target="nvidia/Gemma-4-31B-IT-NVFP4", draft=DRAFT, vllm_root=root))
     assert plan.serve.flag("--language-model-only") is not None
     assert _findings(plan)["multimodal-target"].level == "warning"
