@@ -178,8 +178,8 @@ def quantize_draft(
     reads back as the requested scheme.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserError(f"{out_dir} exists and is not empty", hint="pass a new --out directory")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise UserError(f"{out_dir} exists and is not an empty directory", hint="pass a new --out directory")
     torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
     from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
 

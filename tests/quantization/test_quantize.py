@@ -192,7 +192,7 @@ def test_cli_refuses_a_non_empty_out_dir_without_touching_it(tiny_text_draft, tm
     (tmp_path / "keep.txt").write_text("mine")
     code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(tmp_path), "--calib", "random-tokens"])
     assert code == 2
-    assert "exists and is not empty" in capsys.readouterr().err
+    assert "exists and is not an empty directory" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
 
 
