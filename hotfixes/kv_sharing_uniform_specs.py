@@ -13,19 +13,12 @@ from __future__ import annotations
 from types import ModuleType
 
 import libcst as cst
-import libcst.matchers as m
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, normalised
+from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, code_of, find_all, normalised
 
 _ANCHOR_TEXT = "tgt_kv_cache_group.layer_names.append(layer_name)"
 _ANCHOR = normalised(_ANCHOR_TEXT)
 _LOOP_TARGET = normalised("layer_name, target_layer_name")
-_SPEC_OF_LAYER = m.Assign(
-    targets=[m.AssignTarget(target=m.Subscript(
-        value=m.Attribute(attr=m.Name("kv_cache_specs")),
-        slice=[m.SubscriptElement(slice=m.Index(value=m.Name("layer_name")))],
-    ))]
-)
 _GIVE_SHARED_LAYER_ITS_SPEC = """\
 if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
     tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
@@ -34,26 +27,37 @@ if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
 """
 
 
+def _sets_spec_of_layer(target: cst.AssignTarget) -> bool:
+    """``<...>.kv_cache_specs[layer_name] = ...``"""
+    subscript = target.target
+    return (
+        isinstance(subscript, cst.Subscript)
+        and isinstance(subscript.value, cst.Attribute)
+        and subscript.value.attr.value == "kv_cache_specs"
+        and [normalised(element.slice) for element in subscript.slice] == [normalised("layer_name")]
+    )
+
+
 def _anchor_loops(function: cst.FunctionDef) -> list[tuple[cst.For, cst.BaseStatement]]:
     """Each ``for`` loop whose body holds the anchor statement, with that statement."""
     return [
         (loop, statement)
-        for loop in m.findall(function, m.For())
+        for loop in find_all(function, cst.For)
         for statement in loop.body.body
         if isinstance(statement, cst.SimpleStatementLine) and normalised(statement) == _ANCHOR
     ]
 
 
 def _imports_at_top_level(module: cst.Module, name: str) -> bool:
-    return any(
-        m.matches(statement, m.SimpleStatementLine(body=[m.ImportFrom()]))
-        and not isinstance(statement.body[0].names, cst.ImportStar)
-        and any(
-            (alias.asname.name.value if alias.asname else cst.Module([]).code_for_node(alias.name)) == name
-            for alias in statement.body[0].names
-        )
+    imported = [
+        code_of(alias.asname.name if alias.asname else alias.name)
         for statement in module.body
-    )
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
+        for alias in small.names
+    ]
+    return name in imported
 
 
 class KvSharingUniformSpecs(Hotfix):
@@ -67,12 +71,12 @@ class KvSharingUniformSpecs(Hotfix):
     function = "add_kv_sharing_layers_to_kv_cache_groups"
     modules = ("vllm.v1.worker.utils",)
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
         loops = _anchor_loops(function)
         if len(loops) != 1:
             return Finding(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")
         loop, _ = loops[0]
-        if m.findall(loop, _SPEC_OF_LAYER):
+        if find_all(loop, cst.AssignTarget, _sets_spec_of_layer):
             return Finding(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
         if normalised(loop.target) != _LOOP_TARGET:
             return Finding(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")

@@ -8,15 +8,16 @@ start-up dies instead of falling back to a `UniformTypeKVCacheSpecs` group.
 
 from __future__ import annotations
 
+import ast
 from types import ModuleType
 
 import libcst as cst
-import libcst.matchers as m
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, normalised
+from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, find_all, normalised
 
-_MERGE_CALL = m.Call(func=m.Attribute(attr=m.Name("merge")))
-_CATCH_ALL = {"ValueError", "Exception", "BaseException", "<bare except>"}
+_INTERFACE = "vllm.v1.kv_cache_interface"
+_CAUGHT_BY_THE_FIX = {"AssertionError", "ValueError"}
+_CATCH_ALL = {"Exception", "BaseException", "<bare except>"}
 
 
 def _caught(handler: cst.ExceptHandler) -> set[str]:
@@ -31,8 +32,53 @@ def _caught(handler: cst.ExceptHandler) -> set[str]:
     return names
 
 
+def _raised_by_merge(interface: ast.Module) -> set[str]:
+    """Exception classes the spec classes' ``merge`` / ``merge_window_sizes`` raise (``assert``: AssertionError)."""
+    methods = [
+        statement
+        for spec_class in interface.body if isinstance(spec_class, ast.ClassDef)
+        for statement in spec_class.body
+        if isinstance(statement, ast.FunctionDef) and statement.name in ("merge", "merge_window_sizes")
+    ]
+    raised = set()
+    for node in (node for method in methods for node in ast.walk(method)):
+        if isinstance(node, ast.Assert):
+            raised.add("AssertionError")
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            kind = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            raised.add(ast.unparse(kind).rsplit(".", 1)[-1])
+    return raised
+
+
+def _tries_around_merge(function: cst.FunctionDef) -> list[cst.Try]:
+    """The ``try:`` statements whose body calls ``<something>.merge(...)``."""
+    return find_all(function, cst.Try, lambda t: bool(find_all(
+        t.body, cst.Call, lambda call: isinstance(call.func, cst.Attribute) and call.func.attr.value == "merge")))
+
+
 def _answers_false(handler: cst.ExceptHandler) -> bool:
     return normalised(cst.Module(body=handler.body.body).code) == normalised("return False")
+
+
+# What merge raises, for the fixtures (in vLLM 0.19.0-0.33.0: assertions and ValueError).
+_MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS = """\
+class FullAttentionSpec:
+    @classmethod
+    def merge_window_sizes(cls, window_sizes):
+        if len(window_sizes) > 1:
+            raise ValueError("All attention layers in the same KV cache group must have the same window size.")
+        return window_sizes.pop() if window_sizes else None
+
+    @classmethod
+    def merge(cls, specs):
+        assert all(isinstance(spec, FullAttentionSpec) for spec in specs)
+        return cls.merge_window_sizes({spec.sliding_window for spec in specs})
+"""
+
+_MERGE_RAISES_RUNTIME_ERROR = _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS.replace(
+    "assert all(isinstance(spec, FullAttentionSpec) for spec in specs)",
+    "if not all(isinstance(spec, FullAttentionSpec) for spec in specs):\n            raise RuntimeError('mixed specs')",
+)
 
 
 class KvUniformCatchesValueError(Hotfix):
@@ -40,26 +86,36 @@ class KvUniformCatchesValueError(Hotfix):
     title = "is_kv_cache_spec_uniform answers False instead of letting ValueError escape from merge"
     why = (
         "FullAttentionSpec.merge raises ValueError (merge_window_sizes) for different sliding windows, "
-        "and the function catches only AssertionError; no upstream fix yet (see vllm PR 55187, open)"
+        "and the function catches only AssertionError; not fixed upstream as of 0.33.0 (open vllm PR 55187 "
+        "would change what merge raises: status then reports drifted)"
     )
     versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
     function = "is_kv_cache_spec_uniform"
     modules = ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")  # moved in 0.33.0
+    context = ("vllm.v1.kv_cache_interface",)  # where merge lives: what it raises decides what must be caught
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
-        guarded = [t for t in m.findall(function, m.Try()) if m.findall(t.body, _MERGE_CALL)]
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+        if context[_INTERFACE] is None:
+            return Finding(Status.DRIFTED, f"{_INTERFACE} is missing: cannot tell what merge raises")
+        raised = _raised_by_merge(context[_INTERFACE])
+        if not raised:
+            return Finding(Status.DRIFTED, f"no merge methods that raise found in {_INTERFACE}")
+        guarded = _tries_around_merge(function)
         if len(guarded) != 1:
             return Finding(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
         handlers = [h for h in guarded[0].handlers if _answers_false(h)]
-        if any(_caught(h) & _CATCH_ALL for h in handlers):
-            return Finding(Status.APPLIED, "ValueError from merge is caught and answers False")
-        anchors = [h for h in handlers if _caught(h) == {"AssertionError"}]
-        if len(anchors) != 1 or len(guarded[0].handlers) != 1:
+        caught = set().union(*map(_caught, handlers))
+        if caught & _CATCH_ALL or raised <= caught:
+            return Finding(Status.APPLIED, f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
+        if raised - _CAUGHT_BY_THE_FIX:
+            return Finding(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
+                                           "(as vllm PR 55187 proposes), which this fix would not catch: review it")
+        if len(guarded[0].handlers) != 1 or caught != {"AssertionError"}:
             return Finding(Status.DRIFTED, "expected the only handler to be `except AssertionError: return False`")
         return Finding(Status.PENDING, "`except AssertionError:` lets ValueError escape")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
-        (guarded,) = [t for t in m.findall(function, m.Try()) if m.findall(t.body, _MERGE_CALL)]
+        (guarded,) = _tries_around_merge(function)
         (anchor,) = guarded.handlers
         fixed = anchor.with_changes(
             type=cst.parse_expression("(AssertionError, ValueError)"),
@@ -85,6 +141,7 @@ class KvUniformCatchesValueError(Hotfix):
 
     fixtures = (
         Fixture(
+            context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="as released (0.19.0 to 0.33.0)",
             status=Status.PENDING,
             before="""\
@@ -112,6 +169,7 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
 """,
         ),
         Fixture(
+            context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="upstream catches ValueError itself",
             status=Status.FIXED_UPSTREAM,
             before="""\
@@ -125,6 +183,7 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
 """,
         ),
         Fixture(
+            context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="upstream catches every Exception",
             status=Status.FIXED_UPSTREAM,
             before="""\
@@ -138,7 +197,8 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
 """,
         ),
         Fixture(
-            name="merge errors changed to RuntimeError (like vllm PR 55187)",
+            context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
+            name="handler changed to catch RuntimeError instead",
             status=Status.DRIFTED,
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
@@ -151,11 +211,26 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
 """,
         ),
         Fixture(
+            context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="no merge inside a try any more",
             status=Status.DRIFTED,
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     return len({type(spec) for spec in kv_cache_spec.values()}) <= 1
+""",
+        ),
+        Fixture(
+            context={_INTERFACE: _MERGE_RAISES_RUNTIME_ERROR},
+            name="as released, but merge raises RuntimeError (vllm PR 55187)",
+            status=Status.DRIFTED,
+            before="""\
+def is_kv_cache_spec_uniform(kv_cache_spec):
+    try:
+        kv_cache_spec_values = list(kv_cache_spec.values())
+        _ = kv_cache_spec_values[0].merge(kv_cache_spec_values)
+    except AssertionError:
+        return False
+    return True
 """,
         ),
     )

@@ -51,8 +51,9 @@ class LevelResult:
     wall_s: float
     output_tok_s: float
     """All output tokens / wall time of the level: the server's throughput at this concurrency."""
-    decode_tok_s: Summary | None
-    """Per request: (tokens - 1) / (last token time - first token time), i.e. decode speed after the prefill."""
+    decode_tok_s: float | None
+    """Decode speed of one sequence: tokens after each request's first over the time from its first token to
+    its last, summed over requests (so bursts of several tokens per chunk average out)."""
     itl_ms: Summary | None
     """Per request: mean inter-token latency in ms. For a server without speculation, its decode step time."""
     ttft_s: Summary | None
@@ -70,7 +71,7 @@ class LevelResult:
             "output_tokens": self.output_tokens,
             "wall_s": round(self.wall_s, 4),
             "output_tok_s": round(self.output_tok_s, 4),
-            "decode_tok_s": summary(self.decode_tok_s),
+            "decode_tok_s": None if self.decode_tok_s is None else round(self.decode_tok_s, 4),
             "itl_ms": summary(self.itl_ms),
             "ttft_s": summary(self.ttft_s),
             "e2e_s": summary(self.e2e_s),
@@ -86,7 +87,7 @@ class LevelResult:
             output_tokens=int(data["output_tokens"]),
             wall_s=float(data["wall_s"]),
             output_tok_s=float(data["output_tok_s"]),
-            decode_tok_s=Summary.from_json(data.get("decode_tok_s")),
+            decode_tok_s=None if data.get("decode_tok_s") is None else float(data["decode_tok_s"]),
             itl_ms=Summary.from_json(data.get("itl_ms")),
             ttft_s=Summary.from_json(data.get("ttft_s")),
             e2e_s=Summary.from_json(data.get("e2e_s")),
@@ -100,7 +101,7 @@ class Speedup:
 
     concurrency: int
     decode_tok_s: float | None
-    """Ratio of mean per-request decode tok/s."""
+    """Ratio of per-sequence decode tok/s."""
     output_tok_s: float
     """Ratio of aggregate output tok/s."""
     e2e: float | None
@@ -226,8 +227,7 @@ def compare(candidate: BenchResult, baseline: BenchResult) -> list[Speedup]:
         base = baseline.level(lv.concurrency)
         if base is None:
             continue
-        decode = (lv.decode_tok_s.mean / base.decode_tok_s.mean
-                  if lv.decode_tok_s and base.decode_tok_s and base.decode_tok_s.mean else None)
+        decode = lv.decode_tok_s / base.decode_tok_s if lv.decode_tok_s and base.decode_tok_s else None
         e2e = base.e2e_s.mean / lv.e2e_s.mean if lv.e2e_s and base.e2e_s and lv.e2e_s.mean else None
         output = lv.output_tok_s / base.output_tok_s if base.output_tok_s else float("nan")
         speedups.append(Speedup(lv.concurrency, decode, output, e2e))

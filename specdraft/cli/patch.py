@@ -146,10 +146,15 @@ def _render(args, install, reports, stream=None) -> None:
     summary = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
     print(f"{install.describe()}: {summary}", file=stream)
     target = _target_flags(args)
-    if args.action in ("status", "diff") and counts[Status.PENDING.value]:
+    pending = [r.id for r in reports if r.status is Status.PENDING]
+    drifted = [r.id for r in reports if r.status is Status.DRIFTED]
+    if drifted:
+        print(f"next: vLLM's code around {', '.join(drifted)} is not what the hotfix expects, so it is never edited; "
+              f"compare the function named above with `specdraft patch list`", file=stream)
+        if pending and args.action in ("status", "diff", "apply"):
+            print(f"next: to apply the others anyway: specdraft patch apply --only {' '.join(pending)}{target}", file=stream)
+    elif pending and args.action in ("status", "diff", "verify"):
         print(f"next: specdraft patch apply{target}", file=stream)
-    if counts[Status.DRIFTED.value]:
-        print(f"next: vLLM changed around a hotfix's anchor; see `specdraft patch diff{target}` and report it", file=stream)
 
 
 def _target_flags(args: argparse.Namespace) -> str:

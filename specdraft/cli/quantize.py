@@ -18,7 +18,9 @@ from specdraft.quantization.quantize import SCHEME_PRESETS, plan_quantization, q
 
 def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(
-        name, help=help_text, description=__doc__.split("\n\n")[0].strip("`").replace("``", "`"),
+        name, help=help_text,
+        description="Make an NVFP4 / FP8 Gemma 4 draft with NVIDIA ModelOpt (needs the quantize extra). The model is "
+                    "checked before it is loaded; --out is written only once the export reads back correctly.",
     )
     parser.add_argument("--model", required=True, type=Path, help="BF16 Gemma 4 checkpoint directory (e.g. gemma-4-E2B-it)")
     parser.add_argument("--out", required=True, type=Path, help="new directory for the quantized draft")
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         if args.json:
             print(json.dumps({"plan": plan_view}, indent=2))
         else:
-            print(f"would quantize {plan.model_dir} ({plan.architecture}, {plan.parameters / 1e9:.2f}B parameters) "
+            print(f"would quantize {plan.model_dir} ({plan.architecture}, {_count(plan.parameters)} parameters) "
                   f"to {plan.scheme} on {plan.device}: needs ~{plan_view['required_gib']} GiB, "
                   f"{plan_view['available_gib']} GiB available")
             print(f"kept in BF16: {', '.join(plan.exclusions)}")
@@ -74,6 +76,10 @@ def run(args: argparse.Namespace) -> ExitCode:
         for finding in result.findings:
             print(f"{finding.severity}: {finding.message}", file=sys.stderr)
     return ExitCode.OK
+
+
+def _count(parameters: int) -> str:
+    return f"{parameters / 1e9:.2f}B" if parameters >= 10**8 else f"{parameters / 1e6:.1f}M"
 
 
 def _resolve_device(device: str) -> str:

@@ -308,18 +308,18 @@ def check_chat_template(facts: PairFacts) -> Finding:
                        message=f"no chat template passed ({facts.template_note}); vLLM falls back to the "
                                "checkpoint's, whose thought-channel handling is unchecked",
                        hint="pass --chat-template PATH")
-    leaks = [f for f in facts.template_findings if f.level == "error"]
-    if leaks:
-        return Finding(level="error", check="chat-template",
-                       message=f"{facts.template_path} leaks the thought channel: {leaks[0].message}"
-                               + (f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""),
-                       hint=f"python -m specdraft template check {shlex.quote(str(facts.template_path))}; "
-                            "or launch --allow-leaky-template")
     if facts.template_variant and facts.template_variant != variant:
         return Finding(level="error", check="chat-template",
                        message=f"{facts.template_path} is the {facts.template_variant!r} variant but target "
                                f"{facts.target.ref} needs {variant!r} (the thinking-off generation prompt differs)",
                        hint=f"drop --chat-template to use specdraft's {variant!r} template")
+    leaks = [f for f in facts.template_findings if f.level == "error"]
+    if leaks:
+        return Finding(level="error", check="chat-template",
+                       message=f"{facts.template_path} leaks the thought channel: {leaks[0].message}"
+                               + (f" (+{len(leaks) - 1} more)" if len(leaks) > 1 else ""),
+                       hint=f"python -m specdraft template check {shlex.quote(str(facts.template_path))} "
+                            f"--variant {variant}; or launch --allow-leaky-template")
     unchecked = [f for f in facts.template_findings if f.level == "warning"]
     if unchecked:
         return unchecked[0]
@@ -327,6 +327,9 @@ def check_chat_template(facts: PairFacts) -> Finding:
 
 
 def check_vllm(vllm: VllmFacts) -> Finding:
+    if vllm.version is None and vllm.python:
+        return Finding(level="error", check="vllm", message=f"no vLLM to serve with: {vllm.note}",
+                       hint=f"{shlex.quote(vllm.python)} -m pip install vllm, or pass --python with another interpreter")
     if vllm.version is None:
         return Finding(level="warning", check="vllm", message=f"no vLLM found: {vllm.note}; the plan assumes "
                        "every flag exists (true for 0.19-0.33)", hint="pass --python /path/to/venv/bin/python")

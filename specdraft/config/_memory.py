@@ -130,6 +130,11 @@ class MemoryPlan(BaseModel):
         ]
 
 
+def _per_gpu(shape: KVShape, tensor_parallel_size: int) -> KVShape:
+    return shape.model_copy(update={"per_token_bytes": shape.per_token_bytes // tensor_parallel_size,
+                                    "windowed_bytes": shape.windowed_bytes // tensor_parallel_size})
+
+
 def _gib(value: int) -> str:
     return f"{value / GIB:.1f} GiB"
 
@@ -163,15 +168,22 @@ def plan_memory(
     kv_cache_dtype: str = "fp8",
     max_num_seqs: int = 1,
     hybrid_kv_cache_manager: bool = False,
+    tensor_parallel_size: int = 1,
+    draft_tensor_parallel_size: int = 1,
 ) -> MemoryPlan:
-    """Fit the weights and ``max_num_seqs`` x ``max_model_len`` tokens of KV into ``profile``."""
+    """Fit the weights and ``max_num_seqs`` x ``max_model_len`` tokens of KV into one GPU of ``profile``.
+
+    With tensor parallelism each GPU holds 1/TP of a model's weights and KV heads.
+    """
     utilization = gpu_memory_utilization if gpu_memory_utilization is not None else profile.gpu_memory_utilization
     dtype_bytes = 1 if kv_cache_dtype in FP8_KV_DTYPES else target.dtype_bytes
     models = [target] + ([draft] if draft is not None else [])
-    shapes = [kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager) for m in models]
+    splits = [tensor_parallel_size, draft_tensor_parallel_size][:len(models)]
+    shapes = [_per_gpu(kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager), tp)
+              for m, tp in zip(models, splits)]
     budget = int(profile.total_bytes * utilization)
-    target_weights = target.weight_bytes or 0
-    draft_weights = (draft.weight_bytes or 0) if draft is not None else 0
+    target_weights = (target.weight_bytes or 0) // tensor_parallel_size
+    draft_weights = (draft.weight_bytes or 0) // draft_tensor_parallel_size if draft is not None else 0
     kv_budget = budget - target_weights - draft_weights - profile.runtime_reserve_bytes
     needed = max_num_seqs * sum(s.bytes_at(max_model_len) for s in shapes)
     longest = _longest_context(shapes, kv_budget, max_num_seqs)
@@ -189,7 +201,9 @@ def plan_memory(
         if dtype_bytes > 1:
             fp8 = plan_memory(target, draft, profile, max_model_len=max_model_len, gpu_memory_utilization=utilization,
                               kv_cache_dtype="fp8", max_num_seqs=max_num_seqs,
-                              hybrid_kv_cache_manager=hybrid_kv_cache_manager)
+                              hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+                              tensor_parallel_size=tensor_parallel_size,
+                              draft_tensor_parallel_size=draft_tensor_parallel_size)
             advice.append(f"--kv-cache-dtype fp8 halves the KV cache and fits {fp8.max_context_that_fits} tokens")
         if not hybrid_kv_cache_manager and any(s.per_token_bytes for s in shapes):
             advice.append("sliding-window layers are counted in full: --disable-hybrid-kv-cache-manager keeps "

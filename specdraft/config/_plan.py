@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,8 +44,8 @@ class LaunchRequest(BaseModel):
     """Draft tokens per target step (the seed's validated 4)."""
     method: SpeculativeMethod | None = None
     """Speculative method; unset lets vLLM detect ``draft_model`` (set automatically where detection would fail)."""
-    draft_tensor_parallel_size: int = Field(default=1, ge=1)
-    """Draft tensor-parallel size (the seed's 1)."""
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """Draft tensor-parallel size; unset means the target's (what ``draft_model`` needs; the seed's 1)."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """Target tensor-parallel size; ``--tensor-parallel-size`` is emitted only when above 1."""
     max_model_len: int | None = Field(default=None, ge=1)
@@ -74,7 +73,7 @@ class LaunchRequest(BaseModel):
     python: str | None = None
     """Interpreter whose vLLM will serve; unset means the one behind ``vllm`` on PATH."""
     vllm_root: Path | None = None
-    """A vLLM package directory to read instead of locating one through ``python``."""
+    """A directory containing the ``vllm`` package (site-packages, unpacked wheel) to read instead of ``python``'s."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed through to ``vllm serve`` verbatim."""
 
@@ -120,46 +119,45 @@ class LaunchPlan(BaseModel):
 
 
 def _python_behind_vllm() -> str | None:
-    """The interpreter named in the shebang of ``vllm`` on PATH."""
+    """The interpreter of the ``vllm`` script on PATH: its shebang, else the ``python`` beside it."""
     script = shutil.which("vllm")
     if script is None:
         return None
     try:
         first = Path(script).read_bytes()[:512].split(b"\n", 1)[0].decode()
-    except OSError:
-        return None
-    return first[2:].strip().split()[0] if first.startswith("#!") else None
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
+    if Path(named).name.startswith("python"):
+        return named
+    beside = Path(script).parent / "python"
+    return str(beside) if beside.exists() else None
 
 
 def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfixes: bool) -> VllmFacts:
-    """Version, arguments, hotfix status and multimodal verdict of the vLLM that will serve."""
-    python = python or (None if vllm_root else _python_behind_vllm())
-    try:
-        from specdraft.patching import locate, status
-    except ImportError:
-        locate = status = None
-    from specdraft.errors import UserError
+    """Version, arguments, hotfix status and multimodal verdict of the vLLM that will serve.
 
+    Which vLLM: ``vllm_root`` if given, else ``python``'s, else the one behind ``vllm`` on PATH,
+    else the current interpreter's.
+    """
+    from specdraft.errors import UserError
+    from specdraft.patching import locate, status
+
+    python = python or (None if vllm_root else _python_behind_vllm())
     version = root = distribution = None
     note = hotfix_note = ""
     hotfixes = None
-    if locate is None:
-        note = hotfix_note = "the patch engine (specdraft.patching) is not in this build"
-    elif python is None and vllm_root is None:
-        note = hotfix_note = "no `vllm` on PATH and no --python given"
-    else:
-        try:
-            install = locate(python=python, vllm_root=vllm_root)
-            version, root = install.version, Path(install.package_dir)
-            distribution = getattr(install, "distribution", None)
-            if want_hotfixes:
-                hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
-                                             detail=r.detail or "") for r in status(install))
-        except UserError as err:
-            note = hotfix_note = err.message
-    if root is None and vllm_root is not None:
-        candidate = Path(vllm_root) if (Path(vllm_root) / "engine").is_dir() else Path(vllm_root) / "vllm"
-        root = candidate if (candidate / "engine").is_dir() else None
+    try:
+        install = locate(python=python, vllm_root=vllm_root)
+        version, root, distribution = install.version, Path(install.package_dir), install.distribution
+        if python is None and vllm_root is None and install.python is not None:
+            python = str(install.python)
+        if want_hotfixes:
+            hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
+                                         detail=r.detail or "") for r in status(install))
+    except UserError as err:
+        where = "" if python or vllm_root else " (no `vllm` on PATH, no --python)"
+        note = hotfix_note = err.message + where
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)
     return VllmFacts(
@@ -181,7 +179,7 @@ def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[Speculative
         method=method,
         model=request.draft,
         num_speculative_tokens=request.num_speculative_tokens,
-        draft_tensor_parallel_size=request.draft_tensor_parallel_size,
+        draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
     )
@@ -197,11 +195,14 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
                    + (f", quantization {draft_quant}" if draft_quant else "")
                    + (f"; method set because {method_reason}" if method_reason else ""))
     flags = []
-    add = lambda name, value, reason: flags.append(ServeFlag(name=name, value=value, reason=reason))  # noqa: E731
+
+    def add(name: str, value: str | None, reason: str) -> None:
+        flags.append(ServeFlag(name=name, value=value, reason=reason))
+
     if quantization:
         add("--quantization", quantization,
-            "given" if request.quantization else f"target checkpoint declares {quantization} "
-                                                 f"({target.quantization.basis or 'metadata'})")
+            "given" if request.quantization else f"the target checkpoint is {quantization} "
+                                                 f"(read from {target.source})")
     if request.revision:
         add("--revision", request.revision, "target revision given")
     if request.tensor_parallel_size > 1:
@@ -232,13 +233,28 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
     return flags
 
 
+def _let_extra_args_override(flags: list[ServeFlag], extra: list[str]) -> tuple[list[ServeFlag], list[Finding]]:
+    """A flag the user repeats after ``--`` wins: the plan's own is left out, and the report says so."""
+    given = {arg.split("=", 1)[0] for arg in extra if arg.startswith("--")}
+    overridden = [f.name for f in flags if f.name in given]
+    if not overridden:
+        return flags, []
+    return [f for f in flags if f.name not in given], [Finding(
+        level="warning", check="serve-flags",
+        message=f"{', '.join(overridden)} given after -- replace the plan's; the checks above used the plan's values")]
+
+
 def _restrict_to_version(flags: list[ServeFlag], vllm: VllmFacts, extra: list[str],
                          speculative: SpeculativeConfig) -> tuple[list[ServeFlag], list[Finding]]:
     """Drop flags the installed vLLM does not define; flag unknown extra args and speculative fields."""
     if vllm.serve_flags is None:
         return flags, []
     known = vllm.serve_flags
-    is_known = lambda name: name in known or (name.startswith("--no-") and "--" + name[5:] in known)  # noqa: E731
+
+    def is_known(name: str) -> bool:
+        # argparse's BooleanOptionalAction adds a --no-X for every boolean --X.
+        return name in known or (name.startswith("--no-") and "--" + name[5:] in known)
+
     kept = [f for f in flags if is_known(f.name)]
     dropped = [f.name for f in flags if not is_known(f.name)]
     findings = []
@@ -312,7 +328,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     def memory_at(tokens: int) -> MemoryPlan:
         return plan_memory(target, draft if draft.is_known else None, profile, max_model_len=tokens,
                            gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
-                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None)
+                           max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_reason is None,
+                           tensor_parallel_size=request.tensor_parallel_size,
+                           draft_tensor_parallel_size=speculative.draft_tensor_parallel_size or 1)
 
     max_model_len, max_len_reason, memory, lowered_from = _max_model_len(request, target, draft, memory_at)
     template = choose_template(request.chat_template, target.template_variant)
@@ -325,7 +343,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         else None
     flags = _flags(request, target, speculative, method_reason, max_model_len, max_len_reason, utilization,
                    utilization_reason, hybrid_reason, template_path, language_model_only)
+    flags, override_findings = _let_extra_args_override(flags, request.extra_args)
     flags, version_findings = _restrict_to_version(flags, vllm, request.extra_args, speculative)
+    version_findings = override_findings + version_findings
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     facts = PairFacts(
         target=target, draft=draft, speculative=speculative, tensor_parallel_size=request.tensor_parallel_size,

@@ -49,6 +49,7 @@ class CatalogEntry:
     versions: str
     function: str
     modules: tuple[str, ...]
+    context: tuple[str, ...] = ()
 
     def load(self) -> Hotfix:
         return _load(self.path)
@@ -84,20 +85,24 @@ def select(only: list[str] | tuple[str, ...] | None) -> tuple[CatalogEntry, ...]
 def _read_entry(path: Path) -> CatalogEntry:
     source = path.read_bytes()
     wanted = {"id", "versions", "function", "modules"}
-    values = {}
+    optional = {"context"}
+    values, unreadable = {}, False
     for node in ast.walk(ast.parse(source, str(path))):
         if isinstance(node, ast.ClassDef):
             for statement in node.body:
                 if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                        and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id in wanted):
-                    values[statement.targets[0].id] = ast.literal_eval(statement.value)
-    if set(values) != wanted:
+                        and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id in wanted | optional):
+                    try:
+                        values[statement.targets[0].id] = ast.literal_eval(statement.value)
+                    except ValueError:
+                        unreadable = True  # not a literal: the class itself answers below
+    if unreadable or not wanted <= set(values):
         hotfix = _load(path)  # attributes not written as literals: ask the class itself
-        values = {name: getattr(hotfix, name) for name in wanted}
+        values = {name: getattr(hotfix, name) for name in wanted | optional}
     if values["id"].replace("-", "_") != path.stem:
         raise TypeError(f"{path}: hotfix id {values['id']!r} does not match the file name")
     return CatalogEntry(path=path, sha256=hashlib.sha256(source).hexdigest(), **{
-        **values, "modules": tuple(values["modules"])})
+        **values, "modules": tuple(values["modules"]), "context": tuple(values.get("context", ()))})
 
 
 @lru_cache(maxsize=None)

@@ -8,6 +8,7 @@ first one's result. Nothing here imports the package being patched.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from specdraft.patching.catalog import CatalogEntry
 
 # libcst is imported where a file must be parsed, so a status answered from the memo never pays
-# for it (importing libcst and its matchers costs more than half of a cold `status`).
+# for it (importing libcst costs about as much as parsing a large vLLM module).
 
 
 @dataclass
@@ -72,6 +73,16 @@ class _Tree:
                     hint=f"reinstall vLLM to get an intact file: {_reinstall_command(self.install)}",
                 ) from None
         return self._parsed[path]
+
+    def read_ast(self, path: Path) -> ast.Module:
+        """``path`` as an ``ast`` tree: for code that is only read (much faster than libcst)."""
+        try:
+            return ast.parse(self._read(path), str(path))
+        except SyntaxError as err:
+            raise UserError(
+                f"{path} does not parse as Python (line {err.lineno}): nothing was changed",
+                hint=f"reinstall vLLM to get an intact file: {_reinstall_command(self.install)}",
+            ) from None
 
     def replace(self, path: Path, module: cst.Module) -> None:
         """Continue with ``module`` as the file's content (diff chains hotfixes of one file)."""
@@ -118,7 +129,7 @@ def status(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRe
         if not _version_in_range(install.version, entry.versions):
             reports.append(_report(install, _assess(tree, entry)))
             continue
-        files = tree.declaring_files(entry)
+        files = tree.declaring_files(entry) + [p for p in map(tree.file_of, entry.context) if p.is_file()]
         key = memo.key(entry.sha256, install.root, files)
         known = memo.get(key)
         if known is None:
@@ -301,7 +312,8 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
         return _Assessment(entry, Status.DRIFTED, f"{entry.function}() is defined {len(sites)} times ({where}): ambiguous")
     ((path, function),) = sites
     hotfix = entry.load()
-    finding = hotfix.inspect(function, tree.parse(path))
+    context = {name: tree.read_ast(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
+    finding = hotfix.inspect(function, tree.parse(path), context)
     status_now, detail = finding.status, finding.detail
     if status_now is Status.APPLIED and not hotfix.has_marker(function):
         status_now = Status.FIXED_UPSTREAM
@@ -314,21 +326,30 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
 
 
 def _top_level_functions(body, name: str) -> list[cst.FunctionDef]:
-    """Module-level ``def name`` nodes, including those under a top-level if/try/with."""
+    """Module-level ``def name`` nodes, including those in the blocks of a top-level if/try/with."""
     import libcst as cst
 
     found = []
     for statement in body:
-        if isinstance(statement, cst.FunctionDef):
-            if statement.name.value == name:
-                found.append(statement)
-        elif isinstance(statement, (cst.If, cst.Else, cst.With, cst.Try, cst.ExceptHandler, cst.Finally)):
-            found += _top_level_functions(statement.body.body, name)
-            for branch in ("orelse", "handlers", "finalbody"):
-                nested = getattr(statement, branch, None)
-                for part in nested if isinstance(nested, (tuple, list)) else [nested] if nested else []:
-                    found += _top_level_functions([part], name)
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            found.append(statement)
+        elif isinstance(statement, (cst.If, cst.Try, cst.With)):
+            for block in _blocks_of(statement):
+                found += _top_level_functions(block.body, name)
     return found
+
+
+def _blocks_of(statement) -> list:
+    """The indented blocks of a compound statement: body, elif/else, except, finally."""
+    import libcst as cst
+
+    blocks = [statement.body]
+    if isinstance(statement, cst.If) and statement.orelse is not None:
+        blocks += _blocks_of(statement.orelse) if isinstance(statement.orelse, cst.If) else [statement.orelse.body]
+    if isinstance(statement, cst.Try):
+        blocks += [handler.body for handler in statement.handlers]
+        blocks += [part.body for part in (statement.orelse, statement.finalbody) if part is not None]
+    return blocks
 
 
 def _rewrite(module: cst.Module, entry: CatalogEntry) -> cst.Module:

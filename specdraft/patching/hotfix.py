@@ -12,7 +12,9 @@ The contract between a hotfix and the engine:
 - ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
   ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
   tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
-  module, to check what the edit relies on there (an import, say);
+  module, to check what the edit relies on there (an import, say), and the ``context`` modules
+  (code elsewhere that decides whether the edit is right: what a called function raises, say) as
+  ``ast`` trees, None when absent: they are only read, and ``ast`` parses them 20 times faster;
 - ``rewrite`` returns the edited function, and must put ``self.marker`` in a comment of the code
   it adds; it is only called on a function ``inspect`` found ``PENDING``;
 - ``probe(module)`` runs in the *target* interpreter (its source is shipped there, so it may only
@@ -23,13 +25,15 @@ The contract between a hotfix and the engine:
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import ClassVar
+from typing import Callable, ClassVar, Mapping, TypeVar
 
 import libcst as cst
 
 from specdraft.patching.reports import Status
+
+N = TypeVar("N", bound=cst.CSTNode)
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Fixture:
     before: str
     status: Status
     after: str | None = None
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Source of the hotfix's ``context`` modules in this fixture, by dotted name."""
 
 
 class Hotfix:
@@ -70,6 +76,8 @@ class Hotfix:
     """Name of the top-level function the edit lives in."""
     modules: ClassVar[tuple[str, ...]]
     """Dotted modules where ``function`` is expected, most recent home first."""
+    context: ClassVar[tuple[str, ...]] = ()
+    """Dotted modules whose code decides whether the edit is right; ``inspect`` gets their ``ast`` trees."""
     fixtures: ClassVar[tuple[Fixture, ...]] = ()
 
     @property
@@ -77,8 +85,9 @@ class Hotfix:
         """The comment text that identifies code we added."""
         return f"specdraft-hotfix: {self.id}"
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module) -> Finding:
-        """Where the function stands; ``module`` is the whole module, for what the edit relies on."""
+    def inspect(self, function: cst.FunctionDef, module: cst.Module,
+                context: Mapping[str, ast.Module | None]) -> Finding:
+        """Where the function stands; ``module`` is its whole module, ``context`` the ``context`` modules."""
         raise NotImplementedError
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
@@ -96,11 +105,31 @@ class Hotfix:
         return self.marker in cst.Module(body=[function]).code
 
 
+def find_all(node: cst.CSTNode, kind: type[N], where: Callable[[N], bool] = lambda _: True) -> list[N]:
+    """Every node of type ``kind`` in ``node``'s subtree (``node`` included) that satisfies ``where``.
+
+    In source order. A plain walk rather than ``libcst.matchers``, whose import alone costs more
+    than parsing a large vLLM module.
+    """
+    found = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, kind) and where(current):
+            found.append(current)
+        pending.extend(reversed(current.children))
+    return found
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
 def normalised(code: str | cst.CSTNode) -> str:
     """A statement or expression's code with formatting and comments removed (its AST dump).
 
     Anchors compare statements by this, so ``x  =  f( a )`` matches ``x = f(a)``.
     """
     if isinstance(code, cst.CSTNode):
-        code = cst.Module(body=[]).code_for_node(code)
+        code = code_of(code)
     return ast.dump(ast.parse(code.strip()))

@@ -57,7 +57,9 @@ class VllmInstall:
 def locate(python: str | Path | None = None, vllm_root: str | Path | None = None) -> VllmInstall:
     """Find vLLM via another interpreter, a directory, or (neither given) the current interpreter.
 
-    Raises ``UserError`` (exit 2) for a missing interpreter or path, or when no vLLM is there.
+    ``vllm_root`` is the directory containing the ``vllm`` package; the package directory itself is
+    accepted too. Raises ``UserError`` (exit 2) for a missing interpreter or path, or when no vLLM
+    is there.
     """
     if python is not None and vllm_root is not None:
         raise UserError("give either --python or --vllm-root, not both", hint="specdraft patch status --help")
@@ -99,6 +101,8 @@ def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmIn
         raise UserError(f"path {root} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
     if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
         raise UserError(f"path {root} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
+    if not (root / PACKAGE / "__init__.py").is_file() and root.name == PACKAGE and (root / "__init__.py").is_file():
+        root = root.parent  # given the package directory itself: its parent is the root
     if not (root / PACKAGE / "__init__.py").is_file():
         raise UserError(
             f"no vLLM package in {root} (expected {root / PACKAGE / '__init__.py'}; from {source})",

@@ -141,11 +141,12 @@ def _declared_findings(info: QuantizationInfo, declared: str | None) -> list[Fin
                     f"with {info.vllm_quantization!r}",
             hint=f"set quantization to {info.vllm_quantization!r}",
         )]
-    if info.format == "modelopt":
+    if info.format != "compressed-tensors":
         return [Finding(
             code="quantization-mismatch", severity="warning",
-            message=f"quantization {declared!r} is declared for a ModelOpt {info.quant_algo} checkpoint; vLLM 0.26 "
-                    f"overrides it with {info.vllm_quantization!r}, older releases may refuse",
+            message=f"quantization {declared!r} is declared for a {info.format} {info.quant_algo or info.scheme} "
+                    f"checkpoint whose own method is {info.vllm_quantization!r}; vLLM may override the declared "
+                    "value or refuse to start",
             hint=f"set quantization to {info.vllm_quantization!r}",
         )]
     return [Finding(

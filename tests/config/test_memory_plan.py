@@ -73,3 +73,12 @@ def test_longer_utilization_is_suggested_when_it_would_fit(seed_pair):
     utilization = float(suggestion.split()[1])
     assert plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072,
                        gpu_memory_utilization=utilization).fits
+
+
+def test_tensor_parallelism_splits_weights_and_kv_across_gpus(seed_pair):
+    one = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072)
+    two = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072, tensor_parallel_size=2,
+                      draft_tensor_parallel_size=2)
+    assert two.kv_bytes_needed == one.kv_bytes_needed // 2
+    assert two.target_weight_bytes == one.target_weight_bytes // 2
+    assert two.fits and not one.fits

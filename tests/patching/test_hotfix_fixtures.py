@@ -15,13 +15,14 @@ CASES = [
 ]
 
 
-def _tree_with(tmp_path: Path, module: str, source: str) -> Path:
-    """A minimal install: vllm/__init__.py, the hotfix's module holding ``source``, a dist-info."""
+def _tree_with(tmp_path: Path, hotfix, fixture) -> Path:
+    """A minimal install: vllm/__init__.py, the hotfix's module holding the fixture, its context, a dist-info."""
     (tmp_path / "vllm").mkdir()
     (tmp_path / "vllm" / "__init__.py").write_text("")
-    path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(source)
+    for module, source in [*fixture.context.items(), (hotfix.modules[0], fixture.before)]:
+        path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
     (tmp_path / "vllm-0.30.0.dist-info").mkdir()
     (tmp_path / "vllm-0.30.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.30.0\n")
     return path
@@ -34,14 +35,14 @@ def test_every_hotfix_has_a_pending_fixture_with_its_after():
 
 @pytest.mark.parametrize("hotfix, fixture", CASES)
 def test_fixture_status_is_what_the_hotfix_declares(tmp_path, hotfix, fixture):
-    _tree_with(tmp_path, hotfix.modules[0], fixture.before)
+    _tree_with(tmp_path, hotfix, fixture)
     (report,) = status(locate(vllm_root=tmp_path), only=[hotfix.id])
     assert report.status is fixture.status, report.detail
 
 
 @pytest.mark.parametrize("hotfix, fixture", [c for c in CASES if c.values[1].status is Status.PENDING])
 def test_fixture_apply_writes_the_declared_after_and_then_nothing(tmp_path, hotfix, fixture):
-    path = _tree_with(tmp_path, hotfix.modules[0], fixture.before)
+    path = _tree_with(tmp_path, hotfix, fixture)
     install = locate(vllm_root=tmp_path)
     (dry,) = diff(install, only=[hotfix.id])
     assert path.read_text() == fixture.before and dry.diff
@@ -57,7 +58,7 @@ def test_fixture_apply_writes_the_declared_after_and_then_nothing(tmp_path, hotf
 
 @pytest.mark.parametrize("hotfix, fixture", [c for c in CASES if c.values[1].status is not Status.PENDING])
 def test_fixture_that_is_not_pending_is_never_written(tmp_path, hotfix, fixture):
-    path = _tree_with(tmp_path, hotfix.modules[0], fixture.before)
+    path = _tree_with(tmp_path, hotfix, fixture)
     (report,) = apply(locate(vllm_root=tmp_path), only=[hotfix.id])
     assert report.outcome in (Outcome.UNCHANGED, Outcome.REFUSED)
     assert path.read_text() == fixture.before

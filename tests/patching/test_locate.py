@@ -53,3 +53,8 @@ def test_bad_target_is_a_user_error(tmp_path, kind):
             locate(vllm_root=tmp_path)
         else:
             locate(python=tmp_path / "bin" / "python")
+
+
+def test_the_package_directory_itself_is_accepted_as_root(release_trees):
+    root = release_trees["0.26.0"]
+    assert locate(vllm_root=root / "vllm") == locate(vllm_root=root)

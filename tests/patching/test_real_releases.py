@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.patching import Outcome, Status, apply, diff, locate, revert, status, verify
+from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
 
 from .conftest import RELEASE_WITHOUT_GEMMA4, SUPPORTED_RELEASES
 
@@ -96,3 +96,19 @@ def test_file_carrying_the_fix_without_our_marker_is_fixed_upstream(tree_of):
     assert reports["kv-uniform-catches-valueerror"].status is Status.FIXED_UPSTREAM
     apply(install)
     assert planning.read_bytes() == before
+
+
+def test_merge_raising_a_new_exception_type_makes_the_uniformity_fix_drifted(tree_of, cli):
+    # vllm PR 55187 (open) would turn merge's assertions into ValueError/RuntimeError: the fix must be reviewed then.
+    root = tree_of("0.33.0")
+    interface = root / "vllm/v1/kv_cache_interface.py"
+    source = interface.read_text()
+    assert source.count("raise ValueError(\n                \"All attention layers in the same KV cache group") == 1
+    interface.write_text(source.replace(
+        "raise ValueError(\n                \"All attention layers in the same KV cache group",
+        "raise RuntimeError(\n                \"All attention layers in the same KV cache group"))
+    (report,) = status(locate(vllm_root=root), only=["kv-uniform-catches-valueerror"])
+    assert report.status is Status.DRIFTED and "RuntimeError" in report.detail and "55187" in report.detail
+    planning = (root / "vllm/v1/core/kv_cache_planning.py").read_bytes()
+    assert cli("apply", "--vllm-root", root)[0] == 1
+    assert (root / "vllm/v1/core/kv_cache_planning.py").read_bytes() == planning

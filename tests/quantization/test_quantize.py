@@ -43,6 +43,32 @@ def tiny_text_draft(tmp_path_factory) -> Path:
     return save_tiny(model, tmp_path_factory.mktemp("tiny-e2b-text"), "Gemma4ForCausalLM")
 
 
+def save_tiny_tokenizer(directory: Path) -> None:
+    """A word-level tokenizer trained on the built-in calibration text, with a Gemma-style chat template."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from specdraft.quantization.calibration import BUILTIN_SAMPLES
+
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.WordLevelTrainer(vocab_size=500, special_tokens=["<pad>", "<eos>", "<bos>", "<unk>"])
+    tokenizer.train_from_iterator([text for sample in BUILTIN_SAMPLES for text in sample], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>")
+    fast.chat_template = "{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+    fast.save_pretrained(directory)
+
+
+@pytest.fixture(scope="module")
+def tiny_text_draft_with_tokenizer(tiny_text_draft, tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("tiny-e2b-text-tok")
+    for path in tiny_text_draft.iterdir():
+        (directory / path.name).write_bytes(path.read_bytes())
+    save_tiny_tokenizer(directory)
+    return directory
+
+
 @pytest.fixture(scope="module")
 def tiny_multimodal_draft(tmp_path_factory) -> Path:
     from transformers import Gemma4Config, Gemma4ForConditionalGeneration
@@ -59,7 +85,7 @@ def tiny_multimodal_draft(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def nvfp4_text_export(tiny_text_draft, tmp_path_factory):
     plan = plan_quantization(tiny_text_draft, "nvfp4")
-    return quantize_draft(plan, tmp_path_factory.mktemp("out") / "nvfp4", calib="random-tokens", progress=lambda _: None)
+    return quantize_draft(plan, tmp_path_factory.mktemp("out") / "nvfp4", calib="random-tokens", samples=2, progress=lambda _: None)
 
 
 def tensor_dtypes(directory: Path) -> dict[str, str]:
@@ -130,7 +156,7 @@ def test_export_config_json_and_hf_quant_config_agree(nvfp4_text_export):
 ])
 def test_other_schemes_export_what_vllm_expects(tiny_text_draft, tmp_path, scheme, algo, weight_dtype, activation_bits):
     plan = plan_quantization(tiny_text_draft, scheme)
-    result = quantize_draft(plan, tmp_path / scheme, calib="random-tokens", progress=lambda _: None)
+    result = quantize_draft(plan, tmp_path / scheme, calib="random-tokens", samples=2, progress=lambda _: None)
     info = result.info
     assert (info.quant_algo, info.scheme, info.activation_bits) == (algo, scheme, activation_bits)
     assert tensor_dtypes(result.out_dir)["model.layers.0.mlp.up_proj.weight"] == weight_dtype
@@ -139,7 +165,7 @@ def test_other_schemes_export_what_vllm_expects(tiny_text_draft, tmp_path, schem
 
 def test_multimodal_draft_keeps_towers_and_projections_bf16(tiny_multimodal_draft, tmp_path):
     result = quantize_draft(plan_quantization(tiny_multimodal_draft, "nvfp4"), tmp_path / "mm", calib="random-tokens",
-                            progress=lambda _: None)
+                            samples=2, progress=lambda _: None)
     info = result.info
     dtypes = tensor_dtypes(result.out_dir)
     towers = [name for name in dtypes if name.startswith(("model.vision_tower", "model.audio_tower", "model.embed_"))]
@@ -179,11 +205,12 @@ def test_plan_refuses_an_already_quantized_checkpoint(nvfp4_text_export):
 
 def test_cli_quantizes_and_prints_the_vllm_quantization(tiny_text_draft, tmp_path, capsys):
     out = tmp_path / "cli-draft"
-    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(out), "--calib", "random-tokens", "--json"])
+    code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(out), "--calib", "random-tokens",
+                 "--calib-samples", "2", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["quantization"]["vllm_quantization"] == "modelopt_fp4"
-    assert report["calibration"] == {"sequences": 8, "tokens": 8 * 64}
+    assert report["calibration"] == {"sequences": 2, "tokens": 2 * 64}
     assert read_quantization(out).scheme == "nvfp4"
 
 
@@ -195,8 +222,59 @@ def test_cli_refuses_a_non_empty_out_dir_without_touching_it(tiny_text_draft, tm
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
 
 
+def test_builtin_calibration_uses_the_chat_template_and_ships_the_tokenizer(tiny_text_draft_with_tokenizer, tmp_path):
+    from specdraft.quantization.calibration import BUILTIN_SAMPLES
+
+    plan = plan_quantization(tiny_text_draft_with_tokenizer, "nvfp4")
+    lines = []
+    result = quantize_draft(plan, tmp_path / "draft", calib="builtin", samples=3, progress=lines.append)
+    assert result.calibration_sequences == 3
+    assert len(BUILTIN_SAMPLES) >= 24
+    assert lines[0].startswith(f"loading {tiny_text_draft_with_tokenizer}")
+    assert {"tokenizer.json", "tokenizer_config.json"} <= {p.name for p in result.out_dir.iterdir()}
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(result.out_dir)
+    assert tokenizer.apply_chat_template([{"role": "user", "content": "Is 391 a prime number?"}], tokenize=False).startswith(
+        "<start_of_turn>user"
+    )
+
+
 def test_builtin_calibration_without_a_tokenizer_is_a_user_error(tiny_text_draft, tmp_path, capsys):
     code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(tmp_path / "x")])
     assert code == 2
     assert "has no tokenizer" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def write_header_only_checkpoint(directory: Path, config: dict, shapes: dict[str, list[int]]) -> None:
+    """A real safetensors header over a sparse data section: the plan reads headers only, so no weights are written."""
+    import struct
+
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2 * int(torch.tensor(shape).prod())
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    with open(directory / "model.safetensors", "wb") as handle:
+        handle.write(struct.pack("<Q", len(raw)) + raw)
+        handle.truncate(8 + len(raw) + offset)
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+def test_plan_estimates_e2b_memory_from_headers_before_loading(tmp_path):
+    # google/gemma-4-E2B-it: 5,123,178,051 parameters on the hub (10.25 GB in BF16)
+    config = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+              "text_config": {"num_hidden_layers": 35, "num_kv_shared_layers": 20, "vocab_size": 262144}}
+    write_header_only_checkpoint(tmp_path, config, {
+        "model.language_model.embed_tokens_per_layer.weight": [262144, 8960],
+        "model.language_model.embed_tokens.weight": [262144, 1536],
+        "model.language_model.rest.weight": [5_123_178_051 - 262144 * (8960 + 1536)],
+    })
+    plan = plan_quantization(tmp_path, "nvfp4", available_bytes=24 * 1024**3)
+    assert plan.parameters == 5_123_178_051
+    assert round(plan.required_bytes / 1024**3, 1) == 16.3
+    assert plan.kv_shared_layers == tuple(range(15, 35))
+    with pytest.raises(RefusedError, match="needs about 16.3 GiB of cpu memory; 12.0 GiB is available"):
+        plan_quantization(tmp_path, "nvfp4", available_bytes=12 * 1024**3)

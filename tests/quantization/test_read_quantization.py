@@ -88,7 +88,20 @@ def test_missing_directory_is_a_user_error(tmp_path: Path):
         read_quantization(tmp_path / "nope")
 
 
-def test_unknown_quant_method_is_a_user_error(tmp_path: Path):
-    (tmp_path / "config.json").write_text('{"quantization_config": {"quant_method": "gptq", "bits": 4}}')
-    with pytest.raises(UserError, match="'gptq' is not one specdraft reads"):
+def test_other_quant_methods_are_reported_with_their_own_method(tmp_path: Path):
+    (tmp_path / "config.json").write_text('{"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}')
+    info = read_quantization(tmp_path)
+    assert (info.format, info.vllm_quantization, info.scheme, info.group_size) == ("other", "awq", "w4a16", 128)
+
+
+def test_a_quantization_block_without_quant_method_is_a_user_error(tmp_path: Path):
+    (tmp_path / "config.json").write_text('{"quantization_config": {"bits": 4}}')
+    with pytest.raises(UserError, match="names no quant_method"):
         read_quantization(tmp_path)
+
+
+def test_unreadable_weights_leave_the_metadata_readable(checkpoints):
+    path = checkpoints.lilarest_31b_text_only()
+    (path / "model.safetensors").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n")
+    info = read_quantization(path)
+    assert (info.vllm_quantization, info.tensor_dtypes, info.quantized_modules) == ("modelopt_fp4", {}, ())

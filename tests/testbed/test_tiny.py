@@ -97,3 +97,23 @@ def test_unknown_model_id_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="no config for 'google/gemma-9-XXL'"):
         write_dummy_checkpoint("google/gemma-9-XXL", tmp_path / "out", models_dir=tmp_path)
     assert not (tmp_path / "out").exists()
+
+
+def test_draft_proposes_repeating_the_last_token(pair):
+    import torch
+    from transformers import Gemma4ForCausalLM
+
+    draft = Gemma4ForCausalLM.from_pretrained(pair.draft, dtype=torch.float32).eval()
+    prompt = torch.tensor([[2, *range(300, 320)]])
+    with torch.no_grad():
+        assert draft(prompt).logits[0].argmax(-1).tolist() == prompt[0].tolist()
+
+
+def test_dummy_checkpoint_of_a_packaged_model_id_can_be_written_text_only(tmp_path):
+    from transformers import AutoConfig
+
+    out = write_dummy_checkpoint("google/gemma-4-31B-it", tmp_path / "turbo-like", text_only=True)
+    config = AutoConfig.from_pretrained(out)
+    assert config.architectures == ["Gemma4ForCausalLM"]
+    assert (config.num_hidden_layers, config.hidden_size, config.sliding_window) == (60, 5376, 1024)
+    assert config.attention_k_eq_v is True

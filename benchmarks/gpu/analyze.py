@@ -1,0 +1,223 @@
+"""Turn the GPU sweep's raw results into the table, tune's predictions, the overhead fit and the plot.
+
+usage: analyze.py RESULTS.jsonl OUTDIR [--tune "python -m specdraft tune"] [--no-plot]
+
+Prints the table and writes OUTDIR/sweep.csv, OUTDIR/analysis.json and (with matplotlib) OUTDIR/speedup_vs_k.png.
+
+The prediction is issue 6's model, S(K) = E(K) / (K*c + 1) with E(K) = 1 + a_1 + ... + a_K:
+- a_i is the unconditional acceptance at position i as vLLM counts it, taken from the run with the largest K
+  at that acceptance level (it measures every position 1..K_max);
+- c = draft step / target step, both measured alone (``draft`` and ``k0`` rows), the same way.
+When ``--tune`` is given, the recommendation comes from that command (``... --per-position-acceptance A
+--cost-ratio C --max-k 8 --json``); otherwise the same formula is computed here, and analysis.json says which.
+
+The measured step time of a speculative step is fitted as ``step_ms = fixed + per_draft * K`` over every
+speculative row; ``fixed - target step`` is the per-step overhead that the textbook model leaves out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+
+def load(path: str) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def latest(rows: list[dict], **match) -> dict | None:
+    """The last successful row with these field values (a re-run supersedes an earlier one)."""
+    found = [r for r in rows if "error" not in r and all(r.get(k) == v for k, v in match.items())]
+    return found[-1] if found else None
+
+
+def textbook_speedup(rates: list[float], k: int, c: float, overhead: float = 0.0) -> float:
+    return 1.0 if k == 0 else (1 + sum(rates[:k])) / (1 + k * c + overhead)
+
+
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - slope * mx, slope
+
+
+def tune_via_cli(command: str, rates: list[float], c: float) -> dict:
+    argv = shlex.split(command) + ["--per-position-acceptance", ",".join(f"{a:.5f}" for a in rates),
+                                   "--cost-ratio", f"{c:.5f}", "--max-k", str(len(rates)), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return json.loads(done.stdout) | {"argv": argv}
+
+
+def analyse(rows: list[dict], tune_cmd: str | None) -> dict:
+    target = latest(rows, tag="k0")
+    draft = latest(rows, tag="draft")
+    if not target or not draft:
+        raise SystemExit("need the k0 (target alone) and draft (draft alone) rows")
+    t_target, t_draft = target["step_ms"], draft["step_ms"]
+    c = t_draft / t_target
+    spec = [r for r in rows if "error" not in r and r["tag"] == f"k{r['k']}" and r["k"] > 0]
+    alphas = sorted({r["alpha"] for r in spec}, reverse=True)
+    fixed, per_draft = linear_fit([r["k"] for r in spec], [r["step_ms"] for r in spec])
+    overhead = (fixed - t_target) / t_target
+    c_fit = per_draft / t_target
+    out = {"gpu": target["gpu"], "vllm": target["vllm"], "torch": target["torch"],
+           "target_tok_s": target["decode_tok_s"], "target_step_ms": t_target,
+           "draft_tok_s": draft["decode_tok_s"], "draft_step_ms": t_draft, "cost_ratio_c": round(c, 4),
+           "step_fit": {"fixed_ms": round(fixed, 3), "per_draft_token_ms": round(per_draft, 3),
+                        "overhead_ms": round(fixed - t_target, 3), "overhead_in_target_steps": round(overhead, 4),
+                        "c_fitted": round(c_fit, 4), "rows": len(spec)},
+           "levels": []}
+    for alpha in alphas:
+        runs = {r["k"]: r for r in spec if r["alpha"] == alpha}
+        k_max = max(runs)
+        rates = runs[k_max]["per_position_acceptance"]
+        if tune_cmd:
+            tuned = tune_via_cli(tune_cmd, rates, c)
+            recommended, source = tuned["recommended_k"], "specdraft tune: " + " ".join(tuned["argv"])
+        else:
+            recommended = max(range(0, k_max + 1), key=lambda k: textbook_speedup(rates, k, c))
+            recommended = recommended if textbook_speedup(rates, recommended, c) > 1.0 else 0
+            source = "S(K) = E(K)/(K*c+1) computed in analyze.py (specdraft tune was not available)"
+        table = []
+        for k in range(0, k_max + 1):
+            r = runs.get(k)
+            measured = (r["decode_tok_s"] / target["decode_tok_s"]) if r else (1.0 if k == 0 else None)
+            predicted = textbook_speedup(rates, k, c)
+            with_overhead = textbook_speedup(rates, k, c_fit, overhead)
+            table.append({
+                "k": k, "decode_tok_s": r["decode_tok_s"] if r else (target["decode_tok_s"] if k == 0 else None),
+                "measured_speedup": None if measured is None else round(measured, 4),
+                "predicted_speedup": round(predicted, 4),
+                "prediction_error": None if not measured else round(predicted / measured - 1, 4),
+                "overhead_model_speedup": round(with_overhead, 4),
+                "overhead_model_error": None if not measured else round(with_overhead / measured - 1, 4),
+                "expected_tokens_per_step": None if not r else r["expected_tokens_per_step"],
+                "mean_acceptance_length": None if not r else r["mean_acceptance_length"],
+                "step_ms": r["step_ms"] if r else (t_target if k == 0 else None),
+            })
+        measured_rows = [row for row in table if row["measured_speedup"] is not None]
+        best = max(measured_rows, key=lambda row: row["measured_speedup"])
+        at_rec = next((row for row in table if row["k"] == recommended), None)
+        gap = None if not at_rec or at_rec["measured_speedup"] is None else \
+            1 - at_rec["measured_speedup"] / best["measured_speedup"]
+        out["levels"].append({
+            "alpha": alpha, "per_position_acceptance": rates, "measured_in_run_k": k_max,
+            "recommended_k": recommended, "recommendation_source": source,
+            "predicted_speedup_at_recommended": round(textbook_speedup(rates, recommended, c), 4),
+            "measured_speedup_at_recommended": None if not at_rec else at_rec["measured_speedup"],
+            "best_measured_k": best["k"], "best_measured_speedup": best["measured_speedup"],
+            "shortfall_vs_best": None if gap is None else round(gap, 4),
+            "within_5_percent_of_best": None if gap is None else gap <= 0.05,
+            "overhead_model_recommended_k": max(range(0, k_max + 1),
+                                                key=lambda k: textbook_speedup(rates, k, c_fit, overhead)),
+            "table": table})
+    return out
+
+
+def write_csv(analysis: dict, path: str) -> None:
+    fields = ["alpha", "k", "decode_tok_s", "measured_speedup", "predicted_speedup", "prediction_error",
+              "overhead_model_speedup", "overhead_model_error", "expected_tokens_per_step", "mean_acceptance_length",
+              "step_ms"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for level in analysis["levels"]:
+            for row in level["table"]:
+                w.writerow({"alpha": level["alpha"], **row})
+
+
+def print_report(a: dict) -> None:
+    print(f"{a['gpu']} | vLLM {a['vllm']} | target alone {a['target_tok_s']} tok/s ({a['target_step_ms']} ms/step), "
+          f"draft alone {a['draft_tok_s']} tok/s ({a['draft_step_ms']} ms/step), c = {a['cost_ratio_c']}")
+    f = a["step_fit"]
+    print(f"speculative step = {f['fixed_ms']} ms + {f['per_draft_token_ms']} ms x K  "
+          f"(overhead over a target step: {f['overhead_ms']} ms = {f['overhead_in_target_steps']} target steps)")
+    for level in a["levels"]:
+        print(f"\nalpha {level['alpha']}: recommended K = {level['recommended_k']} "
+              f"(predicted {level['predicted_speedup_at_recommended']}x, measured "
+              f"{level['measured_speedup_at_recommended']}x); best measured K = {level['best_measured_k']} "
+              f"({level['best_measured_speedup']}x); shortfall {level['shortfall_vs_best']}, "
+              f"within 5%: {level['within_5_percent_of_best']}")
+        print(" K  tok/s    measured  predicted  error   overhead-model  E(K)   accept-len  step ms")
+        for r in level["table"]:
+            print(f"{r['k']:2d}  {r['decode_tok_s'] or float('nan'):7.2f}  {r['measured_speedup'] or float('nan'):7.3f}"
+                  f"  {r['predicted_speedup']:8.3f}  {r['prediction_error'] if r['prediction_error'] is not None else '':>6}"
+                  f"  {r['overhead_model_speedup']:8.3f}        {r['expected_tokens_per_step'] or '':>6}"
+                  f"  {r['mean_acceptance_length'] or '':>6}  {r['step_ms'] or '':>8}")
+
+
+def plot(a: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
+    for level, color in zip(a["levels"], colors):
+        ks = [r["k"] for r in level["table"]]
+        meas = [(r["k"], r["measured_speedup"]) for r in level["table"] if r["measured_speedup"] is not None]
+        ax1.plot([k for k, _ in meas], [s for _, s in meas], "o-", color=color,
+                 label=f"measured, alpha={level['alpha']}")
+        ax1.plot(ks, [r["predicted_speedup"] for r in level["table"]], "--", color=color,
+                 label=f"tune S(K)=E(K)/(Kc+1), alpha={level['alpha']}")
+        ax1.plot(ks, [r["overhead_model_speedup"] for r in level["table"]], ":", color=color,
+                 label=f"with fitted per-step overhead, alpha={level['alpha']}")
+        rec = level["recommended_k"]
+        rec_row = next(r for r in level["table"] if r["k"] == rec)
+        if rec_row["measured_speedup"] is not None:
+            ax1.plot([rec], [rec_row["measured_speedup"]], "*", ms=16, color=color, mec="black")
+    ax1.axhline(1.0, color="gray", lw=0.8)
+    ax1.set_xlabel("num_speculative_tokens K (0 = no speculation)")
+    ax1.set_ylabel("decode speedup over the target alone")
+    ax1.set_title("Speedup vs K (star: K recommended by tune)")
+    ax1.legend(fontsize=7)
+    ax1.grid(alpha=0.3)
+    f = a["step_fit"]
+    for level, color in zip(a["levels"], colors):
+        pts = [(r["k"], r["step_ms"]) for r in level["table"] if r["step_ms"] is not None and r["k"] > 0]
+        ax2.plot([k for k, _ in pts], [s for _, s in pts], "o", color=color, label=f"measured, alpha={level['alpha']}")
+    ks = list(range(0, 9))
+    ax2.plot(ks, [f["fixed_ms"] + f["per_draft_token_ms"] * k for k in ks], "k-",
+             label=f"fit: {f['fixed_ms']:.1f} + {f['per_draft_token_ms']:.2f} K ms")
+    ax2.plot(ks, [a["target_step_ms"] + a["draft_step_ms"] * k for k in ks], "k--",
+             label=f"target step + K x draft step ({a['target_step_ms']:.1f} + {a['draft_step_ms']:.2f} K ms)")
+    ax2.set_xlabel("K")
+    ax2.set_ylabel("ms per speculative step")
+    ax2.set_title("Cost of one speculative step")
+    ax2.legend(fontsize=8)
+    ax2.grid(alpha=0.3)
+    fig.suptitle(f"Gemma-4-31B-shaped target + E2B-shaped draft (dummy weights, bf16), vLLM {a['vllm']} draft_model, "
+                 f"forced acceptance, {a['gpu']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("results")
+    p.add_argument("outdir")
+    p.add_argument("--tune", default=None, help='command that runs tune, e.g. "python -m specdraft tune"')
+    p.add_argument("--no-plot", action="store_true")
+    args = p.parse_args(argv)
+    analysis = analyse(load(args.results), args.tune)
+    os.makedirs(args.outdir, exist_ok=True)
+    with open(os.path.join(args.outdir, "analysis.json"), "w") as f:
+        json.dump(analysis, f, indent=1)
+    write_csv(analysis, os.path.join(args.outdir, "sweep.csv"))
+    print_report(analysis)
+    if not args.no_plot:
+        plot(analysis, os.path.join(args.outdir, "speedup_vs_k.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

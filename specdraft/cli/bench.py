@@ -1,0 +1,134 @@
+"""``specdraft bench``: measure decode tok/s, TTFT, latency and acceptance of a running vLLM server.
+
+Streams the prompt set (built in, or ``--prompts FILE.jsonl``) at each ``--concurrency`` level, times every
+token, and reads vLLM's speculative-decoding counters from ``/metrics`` before and after each level.
+``--compare OTHER_URL`` runs the same workload against a second server (typically the target without
+speculation) and reports the speedup; ``--compare-results A.json B.json`` compares two saved runs
+(A over B) without any server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from specdraft.bench import BUILTIN_PROMPTS, BenchResult, Progress, load_prompts, load_result, run_bench, served_models
+from specdraft.errors import ExitCode, UserError
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one concurrency level")
+    return values
+
+
+def register(subparsers, name: str, help_text: str) -> None:
+    parser = subparsers.add_parser(name, help=help_text, description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-url", help="the server to bench, e.g. http://localhost:8000")
+    parser.add_argument("--model", help="model name as the server serves it (see its /v1/models)")
+    parser.add_argument("--prompts", type=Path, metavar="FILE.jsonl",
+                        help='one {"prompt": "..."} or {"messages": [...]} per line (default: a built-in set)')
+    parser.add_argument("--concurrency", type=_int_list, default=[1], metavar="N[,N...]",
+                        help="requests in flight, one level after another (default 1)")
+    parser.add_argument("--max-tokens", type=int, default=128, metavar="N",
+                        help="tokens generated per request; EOS is ignored so every request makes N (default 128)")
+    parser.add_argument("--requests", type=int, metavar="N",
+                        help="requests per level (default: the number of prompts, at least the concurrency)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
+    compare = parser.add_mutually_exclusive_group()
+    compare.add_argument("--compare", metavar="OTHER_URL",
+                         help="also bench this server (e.g. the target without speculation) and report the speedup")
+    compare.add_argument("--compare-results", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                         help="speedup of saved run A over saved run B; needs no server")
+    parser.add_argument("--compare-model", metavar="NAME",
+                        help="model name on the --compare server (default: --model, or the one it serves)")
+    parser.add_argument("--out", type=Path, metavar="RESULT.json", help="write the result as JSON")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    parser.set_defaults(run=run)
+
+
+class _ProgressBar:
+    """A one-line bar on stderr, redrawn after each finished request."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.width = 30
+
+    def __call__(self, event: Progress) -> None:
+        stream = sys.stderr  # looked up now: whoever runs the command may have replaced it since import
+        filled = self.width * event.done // max(event.total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        stream.write(f"\r{self.label} concurrency {event.concurrency:>3} [{bar}] {event.done}/{event.total}")
+        if event.done == event.total:
+            stream.write("\n")
+        stream.flush()
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(result: BenchResult) -> str:
+    """The result as a table for people."""
+    lines = [f"{result.model} at {result.base_url}: {result.num_prompts} prompts ({result.prompts_source}), "
+             f"{result.max_tokens} tokens each, temperature {result.temperature}",
+             "  conc  reqs  decode tok/s  out tok/s  TTFT ms p50  e2e s p50  accept len  draft acc  per-position"]
+    for lv in result.levels:
+        spec = lv.spec_decode
+        per_pos = spec.per_position_acceptance if spec else None
+        lines.append(
+            f"  {lv.concurrency:>4}  {lv.requests:>4}  {_fmt(lv.decode_tok_s, '12.1f')}"
+            f"  {lv.output_tok_s:9.1f}  {_fmt(lv.ttft_s and lv.ttft_s.p50 * 1000, '11.1f')}"
+            f"  {_fmt(lv.e2e_s and lv.e2e_s.p50, '9.2f')}  {_fmt(spec and spec.mean_acceptance_length, '10.2f')}"
+            f"  {_fmt(spec and spec.draft_acceptance_rate, '9.3f')}  "
+            + (", ".join(f"{a:.3f}" for a in per_pos) if per_pos else "-")
+        )
+    lines += [f"note: {n}" for n in result.notes]
+    if result.speedups:
+        baseline = result.baseline
+        lines.append(f"speedup over {baseline.model} at {baseline.base_url}:" if baseline else "speedup:")
+        lines.append("  conc  decode tok/s  out tok/s  e2e latency")
+        for s in result.speedups:
+            lines.append(f"  {s.concurrency:>4}  {_fmt(s.decode_tok_s, '11.2f')}x  {s.output_tok_s:8.2f}x"
+                         f"  {_fmt(s.e2e, '10.2f')}x")
+    return "\n".join(lines)
+
+
+def _compare_model(args) -> str:
+    if args.compare_model:
+        return args.compare_model
+    import httpx
+
+    with httpx.Client(timeout=10.0) as client:
+        models = served_models(client, args.compare)
+    if args.model in models or len(models) != 1:
+        return args.model
+    return models[0]
+
+
+def run(args) -> ExitCode:
+    if args.compare_results:
+        result = load_result(args.compare_results[0]).with_baseline(load_result(args.compare_results[1]))
+    else:
+        if not args.base_url or not args.model:
+            raise UserError("bench needs --base-url and --model (or --compare-results A.json B.json)",
+                            hint="python -m specdraft bench --base-url http://localhost:8000 --model NAME")
+        prompts = load_prompts(args.prompts) if args.prompts else BUILTIN_PROMPTS
+        source = str(args.prompts) if args.prompts else "built-in"
+        common = dict(prompts=prompts, prompts_source=source, concurrency=args.concurrency,
+                      max_tokens=args.max_tokens, requests=args.requests, temperature=args.temperature)
+        result = run_bench(args.base_url, args.model, progress=_ProgressBar("bench"), **common)
+        if args.compare:
+            baseline = run_bench(args.compare, _compare_model(args), progress=_ProgressBar("compare"), **common)
+            result = result.with_baseline(baseline)
+    if args.out:
+        result.save(args.out)
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return ExitCode.OK
