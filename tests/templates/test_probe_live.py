@@ -100,7 +100,10 @@ def launcher_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server_without_reasoning_parser(tmp_path_factory):
-    flags = without(launcher_chat_flags(), "--reasoning-parser") + STEERING_FLAGS
+    # It also takes the `string` content format (irrelevant to the leak), so the renderer can be compared
+    # with vLLM in that format without one more server start.
+    flags = without(launcher_chat_flags(), "--reasoning-parser", "--chat-template-content-format")
+    flags += ["--chat-template-content-format", "string"] + STEERING_FLAGS
     with served_tiny_target(flags, tmp_path_factory.mktemp("bare") / "vllm.log") as base_url:
         yield base_url
 
@@ -156,12 +159,14 @@ def _as_chat_endpoint_sees_it(messages):
     return renamed
 
 
-def test_vllm_renders_every_scenario_exactly_as_specdraft_does(launcher_server):
+@pytest.mark.parametrize("content_format", ["openai", "string"])
+def test_vllm_renders_every_scenario_exactly_as_specdraft_does(content_format, request):
     from transformers import AutoTokenizer
 
+    server = request.getfixturevalue("launcher_server" if content_format == "openai" else "server_without_reasoning_parser")
     tokenizer = AutoTokenizer.from_pretrained(tiny_pair().target)
     source = shipped_template("large").read_text()
-    root = launcher_server.removesuffix("/v1")
+    root = server.removesuffix("/v1")
     compared = 0
     for scenario in SCENARIOS:
         body = {
@@ -174,7 +179,7 @@ def test_vllm_renders_every_scenario_exactly_as_specdraft_does(launcher_server):
             body["tools"] = list(scenario.tools)
         response = httpx.post(f"{root}/tokenize", json=body, timeout=60)
         try:
-            ours = render_chat(source, scenario.messages, content_format="openai", tools=scenario.tools,
+            ours = render_chat(source, scenario.messages, content_format=content_format, tools=scenario.tools,
                                add_generation_prompt=scenario.add_generation_prompt,
                                chat_template_kwargs={"enable_thinking": False, **scenario.chat_template_kwargs})
         except TemplateRenderError as err:
