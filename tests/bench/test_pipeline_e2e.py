@@ -137,6 +137,9 @@ def test_tune_recommends_from_the_measured_acceptance_and_step_times(runs, capsy
     assert [row["extrapolated"] for row in data["table"]] == [i > k for i in range(1, 9)]
     best = max(data["table"], key=lambda row: row["predicted_speedup"])
     assert data["recommended_k"] == (best["k"] if best["predicted_speedup"] > 1 else 0)
+    # the spec run embeds its --compare baseline: the measured speedup at the server's K sits beside the prediction
+    assert data["measured"]["k"] == k
+    assert data["measured"]["measured_speedup"] == pytest.approx(spec["speedups"][0]["decode_tok_s"], rel=1e-3)
 
 
 def test_tune_measures_the_per_step_overhead_and_a_schedule_per_concurrency(runs, capsys):
