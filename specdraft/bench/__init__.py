@@ -12,6 +12,7 @@
 from specdraft.bench._calibration import (
     acceptance_from_result,
     cost_ratio_from_results,
+    measured_speedup,
     overhead_from_results,
     step_ms,
 )
@@ -23,6 +24,7 @@ from specdraft.bench._cost import (
     cost_ratio_from_step_times,
     decode_footprint,
     estimate_cost_ratio,
+    footprint_of,
     load_text_config,
 )
 from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
@@ -49,8 +51,8 @@ __all__ = [
     "LevelResult", "Progress", "Prompt", "Recommendation", "RequestTiming", "SchedulePoint", "SpecDecodeCounters",
     "Speedup", "Summary", "acceptance_from_result", "bytes_per_param", "compare", "conditional_acceptance",
     "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint", "estimate_cost_ratio",
-    "extend_acceptance", "fit_geometric_alpha", "load_prompts", "load_result", "load_text_config",
-    "measured_overhead", "overhead_fraction", "overhead_from_results", "parse_spec_decode_counters",
+    "extend_acceptance", "fit_geometric_alpha", "footprint_of", "load_prompts", "load_result", "load_text_config",
+    "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results", "parse_spec_decode_counters",
     "predict_speedup", "recommend", "recommend_schedule", "run_bench", "served_models", "step_ms",
     "validate_acceptance",
 ]

@@ -3,7 +3,7 @@
 Three runs of the same workload (same prompts, ``--max-tokens`` and ``--concurrency``) give all three:
 the speculative server (acceptance, and its tokens/s), the target served alone and the draft served
 alone (their decode step times: without speculation one step emits one token per sequence, so the
-mean inter-token latency is the step time).
+time per decoded token, 1000 / decode tok/s, is the step time).
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ def acceptance_from_result(result: BenchResult, concurrency: int | None = None) 
 
 
 def step_ms(result: BenchResult, concurrency: int | None = None, role: str = "step-time") -> float:
-    """Decode step time (ms) of a server without speculation: its mean inter-token latency."""
+    """Decode step time (ms) of a server without speculation: 1000 / its per-sequence decode tok/s."""
     if result.speculative:
         raise UserError(f"the {role} result ({result.base_url}) comes from a speculative server: its inter-token "
                         "time is not a model's step time", hint="bench the model served alone, without --speculative-config")
     level = _level(result, concurrency, role)
-    if level.itl_ms is None:
+    if not level.decode_tok_s:
         raise UserError(f"the {role} result ({result.base_url}) timed no decode steps", hint="rerun with --max-tokens >= 2")
-    return level.itl_ms.mean
+    return 1000.0 / level.decode_tok_s
 
 
 def cost_ratio_from_results(draft_only: BenchResult, target_only: BenchResult, concurrency: int | None = None) -> float:
@@ -64,13 +64,30 @@ def overhead_from_results(speculative: BenchResult, draft_only: BenchResult, tar
     """
     level = _level(speculative, concurrency, "speculative")
     counters = level.spec_decode
-    if counters is None or counters.mean_acceptance_length is None or level.itl_ms is None:
+    if counters is None or counters.mean_acceptance_length is None or not level.decode_tok_s:
         raise UserError(f"the speculative result ({speculative.base_url}) has no acceptance at concurrency "
                         f"{level.concurrency}", hint="bench the speculative server with a workload it drafts for")
     return measured_overhead(
         counters.mean_acceptance_length,
         counters.num_speculative_tokens,
-        level.itl_ms.mean,
+        1000.0 / level.decode_tok_s,
         step_ms(target_only, level.concurrency, "target-only"),
         step_ms(draft_only, level.concurrency, "draft-only"),
     )
+
+
+def measured_speedup(speculative: BenchResult, target_only: BenchResult | None = None,
+                     concurrency: int | None = None) -> tuple[int, float] | None:
+    """(K the server ran, its measured decode speedup over the target alone), or None if nothing to compare with.
+
+    The baseline is the one ``bench --compare`` embedded in the result, else ``target_only``; both must
+    have run the same workload at the chosen concurrency (default: the lowest).
+    """
+    level = _level(speculative, concurrency, "speculative")
+    if level.spec_decode is None or not level.decode_tok_s:
+        return None
+    baseline = speculative.baseline or target_only
+    base_level = baseline.level(level.concurrency) if baseline is not None else None
+    if base_level is None or not base_level.decode_tok_s:
+        return None
+    return level.spec_decode.num_speculative_tokens, level.decode_tok_s / base_level.decode_tok_s

@@ -34,11 +34,13 @@ class RequestTiming:
     e2e_s: float
     first_token_s: float
     last_token_s: float
+    first_chunk_tokens: int = 1
+    """Tokens in the first streamed chunk: 1 (the prefill's) unless the server sent several steps at once."""
 
     @property
     def decode_tokens(self) -> int:
-        """Tokens after the first (the prefill's): the ones decode steps produced."""
-        return max(0, self.output_tokens - 1)
+        """Tokens after the first chunk: the ones decode steps produced between the first and last chunk."""
+        return max(0, self.output_tokens - self.first_chunk_tokens)
 
     @property
     def decode_s(self) -> float:
@@ -122,11 +124,13 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                    temperature: float) -> RequestTiming:
     """Send one streaming request (``ignore_eos``, so every request yields ``max_tokens``) and time it.
 
-    A chunk that carries a choice is one engine step's output: one token without speculation, up to
-    K + 1 with it. The first chunk is the prefill's single token, hence decode = (tokens - 1) / span.
+    A chunk that carries a choice holds one or more engine steps' output: one token per step without
+    speculation, up to K + 1 with it. vLLM's ``continuous_usage_stats`` puts the running token count in
+    every chunk, so the tokens of the first chunk are known and decode = (tokens - first chunk's) / span;
+    a server without it is assumed to send the prefill's single token first.
     """
     body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
-                  "stream_options": {"include_usage": True}, "ignore_eos": True}
+                  "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "ignore_eos": True}
     if prompt.messages is not None:
         path, body["messages"] = "/v1/chat/completions", list(prompt.messages)
     else:
@@ -134,6 +138,7 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     url = f"{_root(base_url)}{path}"
     first = last = None
     usage_tokens = None
+    first_chunk_tokens = 1
     chunks_with_output = 0
     start = time.perf_counter()
     try:
@@ -153,7 +158,10 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                     usage_tokens = chunk["usage"].get("completion_tokens")
                 if chunk.get("choices"):
                     chunks_with_output += 1
-                    first = now if first is None else first
+                    if first is None:
+                        first = now
+                        if usage_tokens:
+                            first_chunk_tokens = int(usage_tokens)
                     last = now
     except httpx.HTTPError as err:
         raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
@@ -162,7 +170,7 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     if first is None:
         raise UserError(f"the server streamed no tokens for a request to {url}")
     tokens = usage_tokens if usage_tokens is not None else chunks_with_output
-    return RequestTiming(int(tokens), first, end, first, last)
+    return RequestTiming(int(tokens), first, end, first, last, first_chunk_tokens)
 
 
 def run_level(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from specdraft.config import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
 
 BYTES_PER_PARAM: dict[str, float] = {
@@ -43,6 +44,8 @@ class DecodeFootprint:
     weight_bytes: float
     kv_bytes: float
     """KV cache bytes read per decoded token at the given context length."""
+    basis: str = ""
+    """Where the shapes and the weight dtype came from, in words."""
 
     @property
     def bytes_per_token(self) -> float:
@@ -93,16 +96,15 @@ def _layer_params(tc: Mapping, index: int) -> tuple[int, int]:
     return params, unpicked
 
 
-def _kv_bytes(tc: Mapping, context_tokens: int, kv_bytes_per_element: float) -> float:
+def _kv_bytes(text_config: Mapping, context_tokens: int, kv_bytes_per_element: float) -> float:
+    """KV cache bytes one token reads: every layer that owns a cache, over its history (window-capped)."""
+    layers = Checkpoint(ref="", source="local", path=None, config=dict(text_config)).kv_layers()
+    window = text_config.get("sliding_window") or context_tokens
     total = 0.0
-    shared_from = tc["num_hidden_layers"] - (tc.get("num_kv_shared_layers") or 0)
-    for index, kind in enumerate(tc["layer_types"][:shared_from]):
-        is_full = kind == "full_attention"
-        k_eq_v = bool(tc.get("attention_k_eq_v")) and is_full
-        head_dim = tc["global_head_dim"] if is_full and tc.get("global_head_dim") else tc["head_dim"]
-        kv_heads = tc["num_global_key_value_heads"] if k_eq_v and tc.get("num_global_key_value_heads") else tc["num_key_value_heads"]
-        tokens = context_tokens if is_full else min(context_tokens, tc.get("sliding_window") or context_tokens)
-        total += 2 * kv_heads * head_dim * kv_bytes_per_element * tokens  # K and V are both cached
+    for layer in layers:
+        if not layer.shared:
+            tokens = context_tokens if layer.kind == "full" else min(context_tokens, window)
+            total += 2 * layer.kv_heads * layer.head_dim * kv_bytes_per_element * tokens  # K and V both cached
     return total
 
 
@@ -110,11 +112,16 @@ def decode_footprint(
     text_config: Mapping,
     *,
     bytes_per_param: float = 2.0,
+    embedding_bytes_per_param: float | None = None,
     context_tokens: int = 2048,
     kv_bytes_per_element: float = 2.0,
     name: str = "model",
 ) -> DecodeFootprint:
-    """Bytes one decoded token reads from a Gemma 4 text stack (batch 1, ``context_tokens`` of history)."""
+    """Bytes one decoded token reads from a Gemma 4 text stack (batch 1, ``context_tokens`` of history).
+
+    ``embedding_bytes_per_param`` prices the token embedding (tied: also the LM head, read whole every
+    token); quantized checkpoints usually keep it in BF16. Defaults to ``bytes_per_param``.
+    """
     if text_config.get("model_type") not in (None, "gemma4_text", "gemma4") or "layer_types" not in text_config:
         raise UserError(
             f"{name}: the bytes-per-token estimate knows Gemma 4 text stacks (model_type gemma4_text), "
@@ -142,11 +149,13 @@ def decode_footprint(
         total += params
         unpicked += idle
     active = total - lookup_only - unpicked
+    embedding = hidden * vocab
+    embedding_bytes = embedding * (bytes_per_param if embedding_bytes_per_param is None else embedding_bytes_per_param)
     return DecodeFootprint(
         name=name,
         total_params=total,
         active_params=active,
-        weight_bytes=active * bytes_per_param,
+        weight_bytes=embedding_bytes + (active - embedding) * bytes_per_param,
         kv_bytes=_kv_bytes(text_config, context_tokens, kv_bytes_per_element),
     )
 
@@ -177,3 +186,50 @@ def cost_ratio_from_step_times(draft_step_ms: float, target_step_ms: float) -> f
     if not (draft_step_ms > 0 and target_step_ms > 0):
         raise UserError(f"step times must be > 0 ms (draft {draft_step_ms}, target {target_step_ms})")
     return draft_step_ms / target_step_ms
+
+
+def _dtype_of(quant_method: str | None, quant_algo: str | None) -> str:
+    """The weight dtype a checkpoint's quantization metadata implies (bf16 when it has none)."""
+    algo = (quant_algo or "").upper()
+    if "FP4" in algo:
+        return "nvfp4"
+    if "FP8" in algo:
+        return "fp8"
+    # Shipped facts name a method without an algorithm only for NVFP4 repackagings (the config module
+    # prices them the same way).
+    return "nvfp4" if quant_method else "bf16"
+
+
+def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
+                 kv_bytes_per_element: float = 2.0) -> DecodeFootprint:
+    """The decode footprint of a checkpoint: a config.json file, a local checkpoint directory, or a repo id
+    (looked up in the Hugging Face cache, then in specdraft's shipped shape facts; never the network).
+
+    ``dtype="auto"`` takes the weight dtype from the checkpoint's quantization metadata; quantized
+    weights keep the embedding in BF16, as NVFP4 checkpoints do.
+    """
+    path = Path(ref).expanduser()
+    if path.is_file():
+        config = json.loads(path.read_text()) if path.suffix == ".json" else None
+        if not isinstance(config, dict):
+            raise UserError(f"{ref} is not a config.json", hint="give a config.json, a checkpoint directory or a repo id")
+        load_text_config(path)  # refuses files that are not transformer configs
+        quant = config.get("quantization_config") or {}
+        method, algo, basis = quant.get("quant_method"), quant.get("quant_algo"), str(path)
+    else:
+        checkpoint = inspect_checkpoint(ref)
+        if not checkpoint.is_known:
+            raise UserError(f"cannot find the shapes of {ref}: {'; '.join(checkpoint.notes)}",
+                            hint="give a config.json, a local checkpoint directory, or a known repo id "
+                                 "such as google/gemma-4-31B-it")
+        config, method, algo = checkpoint.config, checkpoint.quantization.method, checkpoint.quantization.algo
+        basis = "; ".join(checkpoint.notes) or f"{ref} ({checkpoint.source})"
+    chosen = _dtype_of(method, algo) if dtype == "auto" else dtype
+    weights = bytes_per_param(chosen)
+    footprint = decode_footprint(
+        config.get("text_config") or config, bytes_per_param=weights,
+        embedding_bytes_per_param=BYTES_PER_PARAM["bf16"] if chosen not in ("bf16", "fp16") and dtype == "auto" else None,
+        context_tokens=context_tokens, kv_bytes_per_element=kv_bytes_per_element, name=ref)
+    embedding_note = ", embedding bf16" if dtype == "auto" and chosen not in ("bf16", "fp16") else ""
+    return DecodeFootprint(footprint.name, footprint.total_params, footprint.active_params, footprint.weight_bytes,
+                           footprint.kv_bytes, basis=f"{basis}; weights {chosen}{embedding_note}")

@@ -57,18 +57,18 @@ def register(subparsers, name: str, help_text: str) -> None:
 class _ProgressBar:
     """A one-line bar on stderr, redrawn after each finished request."""
 
-    def __init__(self, label: str, stream=sys.stderr):
+    def __init__(self, label: str):
         self.label = label
-        self.stream = stream
         self.width = 30
 
     def __call__(self, event: Progress) -> None:
+        stream = sys.stderr  # looked up now: whoever runs the command may have replaced it since import
         filled = self.width * event.done // max(event.total, 1)
         bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} concurrency {event.concurrency:>3} [{bar}] {event.done}/{event.total}")
+        stream.write(f"\r{self.label} concurrency {event.concurrency:>3} [{bar}] {event.done}/{event.total}")
         if event.done == event.total:
-            self.stream.write("\n")
-        self.stream.flush()
+            stream.write("\n")
+        stream.flush()
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -3,7 +3,7 @@
 Acceptance comes from a bench result (``--from-bench``) or is given (``--per-position-acceptance``, vLLM's
 unconditional rates). The cost ratio c (draft step / target step) is given (``--cost-ratio``), measured
 (``--step-times DRAFT_ONLY.json TARGET_ONLY.json``: bench runs of each model served alone) or estimated from
-bytes read per token (``--shapes TARGET_CONFIG DRAFT_CONFIG``). An optional per-step overhead o is given in
+bytes read per token (``--shapes TARGET DRAFT``: repo ids, checkpoint directories or config.json files). An optional per-step overhead o is given in
 ms or as a fraction of a target step, or measured (``--measure-overhead``).
 """
 
@@ -18,12 +18,11 @@ from specdraft.bench import (
     Recommendation,
     SchedulePoint,
     acceptance_from_result,
-    bytes_per_param,
     cost_ratio_from_results,
-    decode_footprint,
     estimate_cost_ratio,
+    measured_speedup,
+    footprint_of,
     load_result,
-    load_text_config,
     overhead_fraction,
     overhead_from_results,
     recommend,
@@ -42,6 +41,8 @@ class _Inputs:
     cost_source: str
     overhead: float
     overhead_source: str
+    measured: tuple[int, float] | None = None
+    """(K the benched server ran, its measured speedup), when a baseline of the same workload is at hand."""
 
 
 def _float_list(text: str) -> list[float]:
@@ -63,10 +64,13 @@ def register(subparsers, name: str, help_text: str) -> None:
     cost.add_argument("--cost-ratio", metavar="C", type=float, help="draft step time / target step time")
     cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"), type=Path,
                       help="bench results of the draft and the target each served alone (same workload)")
-    cost.add_argument("--shapes", nargs=2, metavar=("TARGET_CONFIG", "DRAFT_CONFIG"), type=Path,
-                      help="estimate c from bytes read per token of two config.json files (a lower bound)")
-    parser.add_argument("--target-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
-    parser.add_argument("--draft-dtype", default="bf16", help="with --shapes: bf16, fp8, nvfp4 or bytes/weight")
+    cost.add_argument("--shapes", nargs=2, metavar=("TARGET", "DRAFT"),
+                      help="estimate c from bytes read per token (a lower bound); each a repo id such as "
+                           "google/gemma-4-31B-it, a checkpoint directory or a config.json")
+    parser.add_argument("--target-dtype", default="auto",
+                        help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
+    parser.add_argument("--draft-dtype", default="auto",
+                        help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
     parser.add_argument("--context", type=int, default=2048, metavar="TOKENS",
                         help="with --shapes: context length whose KV cache each token reads (default 2048)")
     overhead = parser.add_mutually_exclusive_group()
@@ -108,18 +112,17 @@ def _inputs(args) -> _Inputs:
         cost_ratio = cost_ratio_from_results(draft_only, target_only, args.concurrency)
         cost_source = f"measured: draft step / target step from {args.step_times[0]} and {args.step_times[1]}"
     elif args.shapes:
-        target = decode_footprint(load_text_config(args.shapes[0]), bytes_per_param=bytes_per_param(args.target_dtype),
-                                  context_tokens=args.context, name=str(args.shapes[0]))
-        draft = decode_footprint(load_text_config(args.shapes[1]), bytes_per_param=bytes_per_param(args.draft_dtype),
-                                 context_tokens=args.context, name=str(args.shapes[1]))
+        target = footprint_of(args.shapes[0], dtype=args.target_dtype, context_tokens=args.context)
+        draft = footprint_of(args.shapes[1], dtype=args.draft_dtype, context_tokens=args.context)
         cost_ratio = estimate_cost_ratio(draft, target)
         cost_source = (f"estimated from bytes read per token at {args.context} tokens of context: draft "
-                       f"{draft.bytes_per_token / 1e9:.2f} GB / target {target.bytes_per_token / 1e9:.2f} GB "
-                       "(a lower bound: small drafts rarely reach full memory bandwidth)")
+                       f"{draft.bytes_per_token / 1e9:.2f} GB ({draft.basis}) / target "
+                       f"{target.bytes_per_token / 1e9:.2f} GB ({target.basis}); a lower bound: small drafts "
+                       "rarely reach full memory bandwidth")
     else:
         raise UserError("tune needs the cost ratio c of a draft step to a target step",
                         hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
-                             "or --shapes TARGET_CONFIG DRAFT_CONFIG")
+                             "or --shapes TARGET DRAFT")
 
     if args.overhead_fraction is not None:
         overhead, overhead_source = args.overhead_fraction, "given"
@@ -142,7 +145,19 @@ def _inputs(args) -> _Inputs:
                            f"K draft steps")
     else:
         overhead, overhead_source = 0.0, "none modelled"
-    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source)
+    measured = measured_speedup(result, target_only, args.concurrency) if result is not None else None
+    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source, measured)
+
+
+def _measured_vs_predicted(rec: Recommendation, measured: tuple[int, float] | None) -> dict | None:
+    if measured is None:
+        return None
+    k, speedup = measured
+    row = next((r for r in rec.table if r.k == k), None)
+    predicted = row.predicted_speedup if row else None
+    return {"k": k, "measured_speedup": round(speedup, 4),
+            "predicted_speedup": None if predicted is None else round(predicted, 4),
+            "prediction_error": None if predicted is None else round(predicted / speedup - 1, 4)}
 
 
 def _schedule(args) -> list[tuple[int, int, int]]:
@@ -166,7 +181,7 @@ def _schedule(args) -> list[tuple[int, int, int]]:
                               extrapolation="none" if args.no_extrapolation else "geometric")
 
 
-def _render(rec: Recommendation, inputs: _Inputs, schedule) -> str:
+def _render(rec: Recommendation, inputs: _Inputs, schedule, check: dict | None) -> str:
     lines = []
     if rec.speculate:
         lines.append(f"recommended num_speculative_tokens: {rec.recommended_k} "
@@ -190,6 +205,9 @@ def _render(rec: Recommendation, inputs: _Inputs, schedule) -> str:
     if any(row.extrapolated for row in rec.table):
         lines.append("  * extrapolated, not measured")
     lines += [f"note: {n}" for n in rec.notes]
+    if check is not None and check["predicted_speedup"] is not None:
+        lines.append(f"measured at K = {check['k']} (the benched server): {check['measured_speedup']:.2f}x decode "
+                     f"speedup; predicted {check['predicted_speedup']:.2f}x ({check['prediction_error']:+.1%})")
     if schedule is not None:
         lines.append(f"num_speculative_tokens_per_batch_size: {json.dumps([list(s) for s in schedule])}")
     return "\n".join(lines)
@@ -200,13 +218,15 @@ def run(args) -> ExitCode:
     rec = recommend(inputs.acceptance, inputs.cost_ratio, max_k=args.max_k, overhead=inputs.overhead,
                     extrapolation="none" if args.no_extrapolation else "geometric")
     schedule = _schedule(args) if args.schedule else None
+    check = _measured_vs_predicted(rec, inputs.measured)
     if args.json:
         out = rec.to_json()
         out["sources"] = {"acceptance": inputs.acceptance_source, "cost_ratio": inputs.cost_source,
                           "overhead": inputs.overhead_source}
         if schedule is not None:
             out["num_speculative_tokens_per_batch_size"] = [list(s) for s in schedule]
+        out["measured"] = check
         print(json.dumps(out, indent=2))
     else:
-        print(_render(rec, inputs, schedule))
+        print(_render(rec, inputs, schedule, check))
     return ExitCode.OK

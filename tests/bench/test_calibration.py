@@ -1,0 +1,97 @@
+"""tune's inputs from saved bench results: acceptance, c from step times, the per-step overhead."""
+
+import json
+
+import pytest
+
+from specdraft.bench import (
+    BenchResult,
+    LevelResult,
+    SpecDecodeCounters,
+    Summary,
+    acceptance_from_result,
+    cost_ratio_from_results,
+    overhead_from_results,
+    step_ms,
+)
+from specdraft.cli import main
+from specdraft.errors import UserError
+
+
+def result(name: str, decode_by_concurrency: dict[int, float], spec: dict[int, SpecDecodeCounters] | None = None):
+    levels = tuple(
+        LevelResult(n, 4, 1024, 1.0, rate * n, rate, Summary(*(1000 / rate,) * 5), None, None,
+                    None if spec is None else spec[n])
+        for n, rate in decode_by_concurrency.items()
+    )
+    return BenchResult(f"http://{name}", name, 256, 0.0, "built-in", 8, levels, spec is not None)
+
+
+# H200 figures from shared/device/README.md: 31B-shaped target 56.2 tok/s, E2B-shaped draft 313 tok/s,
+# K = 4 at alpha 0.85: 71.3 tok/s, mean acceptance length 3.43 (243 tokens accepted per 100 drafts).
+H200_SPEC = SpecDecodeCounters(100, 400, 243, (85, 68, 54, 36))
+TARGET = result("target", {1: 56.2, 4: 50.0})
+DRAFT = result("draft", {1: 313.0, 4: 250.0})
+SPEC = result("spec", {1: 71.3, 4: 60.0}, {1: H200_SPEC, 4: H200_SPEC})
+
+
+def test_step_time_of_a_plain_server_is_its_time_per_decoded_token():
+    assert step_ms(TARGET) == pytest.approx(1000 / 56.2)
+    assert step_ms(TARGET, 4) == pytest.approx(20.0)
+
+
+def test_a_speculative_run_is_refused_as_a_step_time():
+    with pytest.raises(UserError, match="comes from a speculative server"):
+        step_ms(SPEC)
+
+
+def test_cost_ratio_of_the_h200_pair_is_0_18():
+    assert cost_ratio_from_results(DRAFT, TARGET) == pytest.approx(56.2 / 313, abs=1e-9)
+    assert cost_ratio_from_results(DRAFT, TARGET) == pytest.approx(0.18, abs=0.001)
+
+
+def test_acceptance_is_pooled_over_levels_or_taken_at_one():
+    assert acceptance_from_result(SPEC) == pytest.approx((0.85, 0.68, 0.54, 0.36))
+    assert acceptance_from_result(SPEC, 4) == pytest.approx((0.85, 0.68, 0.54, 0.36))
+    with pytest.raises(UserError, match="has no run at concurrency 2"):
+        acceptance_from_result(SPEC, 2)
+
+
+def test_a_result_without_speculation_has_no_acceptance_to_tune_on():
+    with pytest.raises(UserError, match="ran without speculative decoding"):
+        acceptance_from_result(TARGET)
+
+
+def test_the_h200_run_spends_about_17_ms_a_step_on_overhead():
+    overhead = overhead_from_results(SPEC, DRAFT, TARGET)
+    assert overhead * 1000 / 56.2 == pytest.approx(3.43 * 1000 / 71.3 - 1000 / 56.2 - 4 * 1000 / 313, abs=1e-6)
+    assert overhead == pytest.approx(0.98, abs=0.02)
+
+
+def test_tune_with_measured_overhead_reproduces_the_measured_speedup_at_the_measured_k(tmp_path, capsys):
+    paths = {}
+    for name, res in (("spec", SPEC), ("draft", DRAFT), ("target", TARGET)):
+        paths[name] = tmp_path / f"{name}.json"
+        res.save(paths[name])
+    code = main(["tune", "--from-bench", str(paths["spec"]), "--step-times", str(paths["draft"]), str(paths["target"]),
+                 "--measure-overhead", "--concurrency", "1", "--max-k", "4", "--schedule", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["table"][3]["predicted_speedup"] == pytest.approx(71.3 / 56.2, rel=1e-3)
+    assert data["measured"]["k"] == 4
+    assert data["measured"]["measured_speedup"] == pytest.approx(71.3 / 56.2, rel=1e-3)
+    assert data["measured"]["prediction_error"] == pytest.approx(0.0, abs=1e-3)
+    assert data["num_speculative_tokens_per_batch_size"][0][0] == 1
+    assert data["sources"]["overhead"].startswith("measured")
+
+
+def test_without_overhead_the_textbook_model_overpredicts_the_h200_run(tmp_path, capsys):
+    paths = {}
+    for name, res in (("spec", SPEC), ("draft", DRAFT), ("target", TARGET)):
+        paths[name] = tmp_path / f"{name}.json"
+        res.save(paths[name])
+    main(["tune", "--from-bench", str(paths["spec"]), "--step-times", str(paths["draft"]), str(paths["target"]),
+          "--concurrency", "1"])
+    out = capsys.readouterr().out
+    # E = 3.43 over 1 + 4 * 0.1796 = 1.718 target steps: 2.00x predicted against 1.27x measured
+    assert "measured at K = 4 (the benched server): 1.27x decode speedup; predicted 2.00x (+57.4%)" in out

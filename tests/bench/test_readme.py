@@ -1,0 +1,43 @@
+"""The README's "Benchmark and tune" commands: every one parses, and those that need no server run."""
+
+import argparse
+import importlib
+import shlex
+from pathlib import Path
+
+import pytest
+
+from specdraft.cli import main
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def section_commands() -> list[list[str]]:
+    text = README.read_text()
+    section = text[text.index("## Benchmark and tune"):]
+    block = section[section.index("```bash") + len("```bash"):]
+    block = block[: block.index("```")]
+    joined = block.replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip().startswith("python -m specdraft")]
+
+
+COMMANDS = section_commands()
+
+
+def test_the_section_shows_bench_and_tune():
+    assert {argv[3] for argv in COMMANDS} == {"bench", "tune"}
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: " ".join(argv[3:6]))
+def test_every_command_parses_with_the_real_parser(argv):
+    parser = argparse.ArgumentParser(prog="specdraft")
+    sub = parser.add_subparsers()
+    importlib.import_module(f"specdraft.cli.{argv[3]}").register(sub, argv[3], "")
+    assert parser.parse_args(argv[3:]).run
+
+
+@pytest.mark.parametrize("argv", [a for a in COMMANDS if "--per-position-acceptance" in a],
+                         ids=lambda argv: " ".join(argv[5:]))
+def test_commands_that_need_no_server_run(argv, capsys):
+    assert main(argv[3:]) == 0
+    assert "recommended" in capsys.readouterr().out
