@@ -81,10 +81,10 @@ def check_checkpoint(role: str, checkpoint: Checkpoint) -> Finding:
     name = f"{role}-checkpoint"
     if checkpoint.source == "unknown":
         return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
-                       hint=f"download it first: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+                       hint=f"download it first: hf download {shlex.quote(checkpoint.ref)}")
     if checkpoint.source == "shape-facts":
         return Finding(level="warning", check=name, message="; ".join(checkpoint.notes),
-                       hint=f"for exact facts: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+                       hint=f"for exact facts: hf download {shlex.quote(checkpoint.ref)}")
     return _ok(name, f"{role} {checkpoint.ref}: read from {checkpoint.source} {checkpoint.path}")
 
 

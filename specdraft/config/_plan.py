@@ -363,6 +363,12 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         findings = [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
                     if f.check == "chat-template" and f.level == "error" else f for f in findings]
     findings.append(_memory_finding(memory, request, lowered_from))
+    unweighed = [c.ref for c in (target, draft) if c.is_known and c.weight_bytes is None]
+    if unweighed:
+        findings.append(Finding(level="warning", check="memory",
+                                message=f"weight size unknown for {', '.join(unweighed)} (no safetensors files, no "
+                                        "shipped figure): counted as 0, so the memory plan is optimistic",
+                                hint="download the weights, then run the same command again"))
     return LaunchPlan(
         request=request, serve=serve, speculative=speculative, findings=findings, memory=memory,
         target=target.summary(), draft=draft.summary(),

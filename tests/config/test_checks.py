@@ -181,7 +181,7 @@ def test_no_vllm_at_all_is_only_a_warning_for_planning():
 
 def test_unknown_checkpoint_is_an_error_with_the_download_command(facts):
     finding = check_checkpoint("draft", facts("someone/llama-7b"))
-    assert finding.level == "error" and finding.hint == "download it first: huggingface-cli download someone/llama-7b"
+    assert finding.level == "error" and finding.hint == "download it first: hf download someone/llama-7b"
 
 
 def _template_facts(facts, **kwargs) -> PairFacts:
