@@ -8,11 +8,12 @@ start-up dies instead of falling back to a `UniformTypeKVCacheSpecs` group.
 
 from __future__ import annotations
 
+import ast
 from types import ModuleType
 
 import libcst as cst
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, code_of, find_all, normalised
+from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, find_all, normalised
 
 _INTERFACE = "vllm.v1.kv_cache_interface"
 _CAUGHT_BY_THE_FIX = {"AssertionError", "ValueError"}
@@ -31,21 +32,21 @@ def _caught(handler: cst.ExceptHandler) -> set[str]:
     return names
 
 
-def _raised_by_merge(interface: cst.Module) -> set[str]:
+def _raised_by_merge(interface: ast.Module) -> set[str]:
     """Exception classes the spec classes' ``merge`` / ``merge_window_sizes`` raise (``assert``: AssertionError)."""
     methods = [
         statement
-        for spec_class in interface.body if isinstance(spec_class, cst.ClassDef)
-        for statement in spec_class.body.body
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in ("merge", "merge_window_sizes")
+        for spec_class in interface.body if isinstance(spec_class, ast.ClassDef)
+        for statement in spec_class.body
+        if isinstance(statement, ast.FunctionDef) and statement.name in ("merge", "merge_window_sizes")
     ]
     raised = set()
-    for method in methods:
-        if find_all(method, cst.Assert):
+    for node in (node for method in methods for node in ast.walk(method)):
+        if isinstance(node, ast.Assert):
             raised.add("AssertionError")
-        for statement in find_all(method, cst.Raise, lambda r: r.exc is not None):
-            kind = statement.exc.func if isinstance(statement.exc, cst.Call) else statement.exc
-            raised.add(code_of(kind).rsplit(".", 1)[-1])
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            kind = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            raised.add(ast.unparse(kind).rsplit(".", 1)[-1])
     return raised
 
 

@@ -91,12 +91,17 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
 
         return run_demo(progress=lambda line: print(f"specdraft: {line}", file=sys.stderr, flush=True))
     from specdraft.config import build_launch_plan
-    from specdraft.launch import apply_hotfixes, docker_command, exec_serve, render_report
+    from specdraft.launch import apply_hotfixes, docker_command, exec_serve, render_report, serve_command
 
     plan = build_launch_plan(_request(args))
     status = ExitCode.ATTENTION if plan.has_errors else ExitCode.OK
     if args.json:
-        print(json.dumps(plan.to_json_dict(), indent=2))
+        document = plan.to_json_dict()
+        try:
+            document["exec_argv"] = serve_command(plan)[1]
+        except UserError as err:
+            document["exec_argv"], document["exec_note"] = None, err.message
+        print(json.dumps(document, indent=2))
         return status
     if args.print_command:
         print(plan.serve.shell_command())

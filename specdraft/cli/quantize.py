@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
     parser.add_argument("--max-seq-len", type=int, default=512, help="truncate calibration samples (default 512 tokens)")
     parser.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                         help="also keep modules matching this ModelOpt wildcard in BF16 (repeatable), e.g. '*self_attn*'")
+    parser.add_argument("--text-only", action="store_true",
+                        help="export only the language model, as Gemma4ForCausalLM (drops the vision/audio towers)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     parser.add_argument("--dry-run", action="store_true", help="check the model and print the plan; load nothing")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -41,9 +43,11 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
 
 def run(args: argparse.Namespace) -> ExitCode:
     device = _resolve_device(args.device)
-    plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device)
+    plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device,
+                             text_only=args.text_only)
     plan_view = {
-        "model": str(plan.model_dir), "architecture": plan.architecture, "scheme": plan.scheme,
+        "model": str(plan.model_dir), "architecture": plan.architecture,
+        "output_architecture": plan.output_architecture, "scheme": plan.scheme,
         "parameters": plan.parameters, "required_gib": round(plan.required_bytes / 1024**3, 2),
         "available_gib": round(plan.available_bytes / 1024**3, 2), "device": plan.device,
         "kv_shared_layers": list(plan.kv_shared_layers), "exclusions": list(plan.exclusions),
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             print(json.dumps({"plan": plan_view}, indent=2))
         else:
             print(f"would quantize {plan.model_dir} ({plan.architecture}, {_count(plan.parameters)} parameters) "
-                  f"to {plan.scheme} on {plan.device}: needs ~{plan_view['required_gib']} GiB, "
+                  f"to a {plan.scheme} {plan.output_architecture} on {plan.device}: needs ~{plan_view['required_gib']} GiB, "
                   f"{plan_view['available_gib']} GiB available")
             print(f"kept in BF16: {', '.join(plan.exclusions)}")
         return ExitCode.OK

@@ -24,6 +24,7 @@ Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
 SPECIAL_TOKEN_NAMES = ("<bos>", "<eos>", "<pad>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>",
                        "<|tool_call>", "<tool_call|>")
 BF16_BYTES = 2
+TOKENIZER_HEAD_BYTES = 8 * 2**20
 VALIDATED_MODELOPT = "modelopt"
 # NVFP4: 4-bit weights plus one FP8 scale per 16 weights.
 NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
@@ -239,11 +240,31 @@ def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], t
         eos = generation["eos_token_id"]
     eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
     tokenizer = _read_json(directory / "tokenizer_config.json") if directory else None
-    for token_id, token in ((tokenizer or {}).get("added_tokens_decoder") or {}).items():
-        content = token.get("content") if isinstance(token, dict) else None
-        if content in SPECIAL_TOKEN_NAMES:
-            ids[content] = int(token_id)
+    added = [{"id": int(i), **t} for i, t in ((tokenizer or {}).get("added_tokens_decoder") or {}).items()
+             if isinstance(t, dict)]
+    if not added and directory:
+        added = _tokenizer_json_added_tokens(directory / "tokenizer.json")
+    for token in added:
+        if token.get("content") in SPECIAL_TOKEN_NAMES:
+            ids[token["content"]] = int(token["id"])
     return ids, eos_ids
+
+
+def _tokenizer_json_added_tokens(path: Path) -> list[dict]:
+    """``added_tokens`` of a tokenizer.json, read from the file's head (it precedes the large vocab)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(TOKENIZER_HEAD_BYTES).decode("utf-8", errors="ignore")
+    except OSError:
+        return []
+    start = head.find('"added_tokens"')
+    if start < 0:
+        return []
+    try:
+        tokens, _ = json.JSONDecoder().raw_decode(head, head.index("[", start))
+    except ValueError:
+        return []
+    return [t for t in tokens if isinstance(t, dict) and "id" in t]
 
 
 def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -> int:

@@ -81,10 +81,10 @@ def check_checkpoint(role: str, checkpoint: Checkpoint) -> Finding:
     name = f"{role}-checkpoint"
     if checkpoint.source == "unknown":
         return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
-                       hint=f"download it first: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+                       hint=f"download it first: hf download {shlex.quote(checkpoint.ref)}")
     if checkpoint.source == "shape-facts":
         return Finding(level="warning", check=name, message="; ".join(checkpoint.notes),
-                       hint=f"for exact facts: huggingface-cli download {shlex.quote(checkpoint.ref)}")
+                       hint=f"for exact facts: hf download {shlex.quote(checkpoint.ref)}")
     return _ok(name, f"{role} {checkpoint.ref}: read from {checkpoint.source} {checkpoint.path}")
 
 
@@ -327,6 +327,9 @@ def check_chat_template(facts: PairFacts) -> Finding:
 
 
 def check_vllm(vllm: VllmFacts) -> Finding:
+    if vllm.version is None and vllm.python:
+        return Finding(level="error", check="vllm", message=f"no vLLM to serve with: {vllm.note}",
+                       hint=f"{shlex.quote(vllm.python)} -m pip install vllm, or pass --python with another interpreter")
     if vllm.version is None:
         return Finding(level="warning", check="vllm", message=f"no vLLM found: {vllm.note}; the plan assumes "
                        "every flag exists (true for 0.19-0.33)", hint="pass --python /path/to/venv/bin/python")

@@ -30,30 +30,32 @@ class GpuProfile(BaseModel):
     name: ProfileName
     device: str
     total_bytes: int
-    """Device memory as CUDA reports it (unified memory on GB10)."""
+    """Device memory as CUDA reports it (torch's "total capacity"; H200: 139.8 GiB measured in docs/gpu/raw)."""
     gpu_memory_utilization: float
     """Default fraction of ``total_bytes`` vLLM may take."""
     utilization_reason: str
     runtime_reserve_bytes: int
-    """Estimated non-weight, non-KV memory: CUDA context, CUDA graphs, activations, sampler."""
+    """Estimated non-weight, non-KV memory: CUDA context, CUDA graphs, activations, sampler. vLLM 0.26
+    measured 2.95 GiB for the 31B target at 2048 batched tokens on an H200 (docs/gpu/raw/run1_h200);
+    4 GiB leaves room for larger prefill chunks and the draft."""
     compute_capability: tuple[int, int]
     """CUDA compute capability; which NVFP4/FP8 kernels exist depends on it."""
 
 
 PROFILES: dict[str, GpuProfile] = {
     "dgx-spark": GpuProfile(
-        name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=128 * 10**9,
+        name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=int(119.7 * GIB),
         gpu_memory_utilization=0.80,
         utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark value",
         runtime_reserve_bytes=4 * GIB, compute_capability=(12, 1),
     ),
     "h100": GpuProfile(
-        name="h100", device="NVIDIA H100 80 GB", total_bytes=81559 * 2**20, gpu_memory_utilization=0.90,
+        name="h100", device="NVIDIA H100 80 GB", total_bytes=int(79.19 * GIB), gpu_memory_utilization=0.90,
         utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
         compute_capability=(9, 0),
     ),
     "h200": GpuProfile(
-        name="h200", device="NVIDIA H200 141 GB", total_bytes=143771 * 2**20, gpu_memory_utilization=0.90,
+        name="h200", device="NVIDIA H200 141 GB", total_bytes=int(139.8 * GIB), gpu_memory_utilization=0.90,
         utilization_reason="vLLM's default for a dedicated GPU", runtime_reserve_bytes=4 * GIB,
         compute_capability=(9, 0),
     ),

@@ -73,7 +73,7 @@ class LaunchRequest(BaseModel):
     python: str | None = None
     """Interpreter whose vLLM will serve; unset means the one behind ``vllm`` on PATH."""
     vllm_root: Path | None = None
-    """A vLLM package directory to read instead of locating one through ``python``."""
+    """A directory containing the ``vllm`` package (site-packages, unpacked wheel) to read instead of ``python``'s."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed through to ``vllm serve`` verbatim."""
 
@@ -119,46 +119,45 @@ class LaunchPlan(BaseModel):
 
 
 def _python_behind_vllm() -> str | None:
-    """The interpreter named in the shebang of ``vllm`` on PATH."""
+    """The interpreter of the ``vllm`` script on PATH: its shebang, else the ``python`` beside it."""
     script = shutil.which("vllm")
     if script is None:
         return None
     try:
         first = Path(script).read_bytes()[:512].split(b"\n", 1)[0].decode()
-    except OSError:
-        return None
-    return first[2:].strip().split()[0] if first.startswith("#!") else None
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
+    if Path(named).name.startswith("python"):
+        return named
+    beside = Path(script).parent / "python"
+    return str(beside) if beside.exists() else None
 
 
 def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfixes: bool) -> VllmFacts:
-    """Version, arguments, hotfix status and multimodal verdict of the vLLM that will serve."""
-    python = python or (None if vllm_root else _python_behind_vllm())
-    try:
-        from specdraft.patching import locate, status
-    except ImportError:
-        locate = status = None
-    from specdraft.errors import UserError
+    """Version, arguments, hotfix status and multimodal verdict of the vLLM that will serve.
 
+    Which vLLM: ``vllm_root`` if given, else ``python``'s, else the one behind ``vllm`` on PATH,
+    else the current interpreter's.
+    """
+    from specdraft.errors import UserError
+    from specdraft.patching import locate, status
+
+    python = python or (None if vllm_root else _python_behind_vllm())
     version = root = distribution = None
     note = hotfix_note = ""
     hotfixes = None
-    if locate is None:
-        note = hotfix_note = "the patch engine (specdraft.patching) is not in this build"
-    elif python is None and vllm_root is None:
-        note = hotfix_note = "no `vllm` on PATH and no --python given"
-    else:
-        try:
-            install = locate(python=python, vllm_root=vllm_root)
-            version, root = install.version, Path(install.package_dir)
-            distribution = getattr(install, "distribution", None)
-            if want_hotfixes:
-                hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
-                                             detail=r.detail or "") for r in status(install))
-        except UserError as err:
-            note = hotfix_note = err.message
-    if root is None and vllm_root is not None:
-        candidate = Path(vllm_root) if (Path(vllm_root) / "engine").is_dir() else Path(vllm_root) / "vllm"
-        root = candidate if (candidate / "engine").is_dir() else None
+    try:
+        install = locate(python=python, vllm_root=vllm_root)
+        version, root, distribution = install.version, Path(install.package_dir), install.distribution
+        if python is None and vllm_root is None and install.python is not None:
+            python = str(install.python)
+        if want_hotfixes:
+            hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
+                                         detail=r.detail or "") for r in status(install))
+    except UserError as err:
+        where = "" if python or vllm_root else " (no `vllm` on PATH, no --python)"
+        note = hotfix_note = err.message + where
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)
     return VllmFacts(
@@ -364,6 +363,12 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         findings = [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
                     if f.check == "chat-template" and f.level == "error" else f for f in findings]
     findings.append(_memory_finding(memory, request, lowered_from))
+    unweighed = [c.ref for c in (target, draft) if c.is_known and c.weight_bytes is None]
+    if unweighed:
+        findings.append(Finding(level="warning", check="memory",
+                                message=f"weight size unknown for {', '.join(unweighed)} (no safetensors files, no "
+                                        "shipped figure): counted as 0, so the memory plan is optimistic",
+                                hint="download the weights, then run the same command again"))
     return LaunchPlan(
         request=request, serve=serve, speculative=speculative, findings=findings, memory=memory,
         target=target.summary(), draft=draft.summary(),

@@ -66,9 +66,6 @@ class ServePlan(BaseModel):
     def flag(self, name: str) -> ServeFlag | None:
         return next((f for f in self.flags if f.name == name), None)
 
-    def without(self, names: set[str]) -> "ServePlan":
-        return self.model_copy(update={"flags": [f for f in self.flags if f.name not in names]})
-
 
 def describe_validation_error(err: ValidationError) -> str:
     """One line naming each bad field and value, for the person at the terminal."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Callable
 
 from specdraft.config import LaunchPlan, build_launch_plan
-from specdraft.errors import UserError
+from specdraft.errors import RefusedError
 
 Progress = Callable[[str], None]
 _MARK = {"ok": "ok", "info": "info", "warning": "WARN", "error": "ERROR"}
@@ -26,10 +27,12 @@ def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
     progress(f"applying {', '.join(pending)} to vLLM {plan.vllm.get('version')} ({python or plan.vllm.get('root')})")
     install = locate(python=python, vllm_root=None if python else plan.request.vllm_root)
     reports = apply(install, only=pending)
-    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in ("applied", "fixed-upstream", "not-applicable")]
+    settled = ("applied", "fixed-upstream", "not-applicable")
+    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in settled]
     if failed:
-        raise UserError(f"hotfix {failed[0].id} not applied: {failed[0].detail}",
-                        hint=f"python -m specdraft patch status --python {python}")
+        raise RefusedError(f"hotfix {failed[0].id} not applied to vLLM {plan.vllm.get('version')}: "
+                           f"{failed[0].detail}; vLLM not started",
+                           hint=f"python -m specdraft patch status --python {shlex.quote(python or 'PYTHON')}")
     return build_launch_plan(plan.request)
 
 

@@ -8,6 +8,7 @@ first one's result. Nothing here imports the package being patched.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass
@@ -72,6 +73,16 @@ class _Tree:
                     hint=f"reinstall vLLM to get an intact file: {_reinstall_command(self.install)}",
                 ) from None
         return self._parsed[path]
+
+    def read_ast(self, path: Path) -> ast.Module:
+        """``path`` as an ``ast`` tree: for code that is only read (much faster than libcst)."""
+        try:
+            return ast.parse(self._read(path), str(path))
+        except SyntaxError as err:
+            raise UserError(
+                f"{path} does not parse as Python (line {err.lineno}): nothing was changed",
+                hint=f"reinstall vLLM to get an intact file: {_reinstall_command(self.install)}",
+            ) from None
 
     def replace(self, path: Path, module: cst.Module) -> None:
         """Continue with ``module`` as the file's content (diff chains hotfixes of one file)."""
@@ -301,7 +312,7 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
         return _Assessment(entry, Status.DRIFTED, f"{entry.function}() is defined {len(sites)} times ({where}): ambiguous")
     ((path, function),) = sites
     hotfix = entry.load()
-    context = {name: tree.parse(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
+    context = {name: tree.read_ast(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
     finding = hotfix.inspect(function, tree.parse(path), context)
     status_now, detail = finding.status, finding.detail
     if status_now is Status.APPLIED and not hotfix.has_marker(function):

@@ -12,9 +12,9 @@ The contract between a hotfix and the engine:
 - ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
   ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
   tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
-  module, to check what the edit relies on there (an import, say), and the parsed ``context``
-  modules (None when absent), code elsewhere that decides whether the edit is right (what a called
-  function raises, say);
+  module, to check what the edit relies on there (an import, say), and the ``context`` modules
+  (code elsewhere that decides whether the edit is right: what a called function raises, say) as
+  ``ast`` trees, None when absent: they are only read, and ``ast`` parses them 20 times faster;
 - ``rewrite`` returns the edited function, and must put ``self.marker`` in a comment of the code
   it adds; it is only called on a function ``inspect`` found ``PENDING``;
 - ``probe(module)`` runs in the *target* interpreter (its source is shipped there, so it may only
@@ -77,7 +77,7 @@ class Hotfix:
     modules: ClassVar[tuple[str, ...]]
     """Dotted modules where ``function`` is expected, most recent home first."""
     context: ClassVar[tuple[str, ...]] = ()
-    """Dotted modules whose code decides whether the edit is right; ``inspect`` gets them parsed."""
+    """Dotted modules whose code decides whether the edit is right; ``inspect`` gets their ``ast`` trees."""
     fixtures: ClassVar[tuple[Fixture, ...]] = ()
 
     @property
@@ -86,7 +86,7 @@ class Hotfix:
         return f"specdraft-hotfix: {self.id}"
 
     def inspect(self, function: cst.FunctionDef, module: cst.Module,
-                context: Mapping[str, cst.Module | None]) -> Finding:
+                context: Mapping[str, ast.Module | None]) -> Finding:
         """Where the function stands; ``module`` is its whole module, ``context`` the ``context`` modules."""
         raise NotImplementedError
 

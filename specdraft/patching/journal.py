@@ -61,8 +61,14 @@ class Journal:
     def entries(self) -> dict[str, JournalEntry]:
         if not self.path.is_file():
             return {}
-        raw = json.loads(self.path.read_text(encoding="utf-8"))
-        return {name: JournalEntry(**entry) for name, entry in raw.get("files", {}).items()}
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            return {name: JournalEntry(**entry) for name, entry in raw.get("files", {}).items()}
+        except (OSError, ValueError, TypeError, AttributeError) as err:
+            raise UserError(
+                f"specdraft's journal {self.path} is unreadable ({type(err).__name__}); nothing was changed",
+                hint="reinstall vLLM to get pristine files, then remove that directory",
+            ) from None
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()

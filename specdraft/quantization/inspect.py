@@ -164,7 +164,10 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
     if not isinstance(block, dict):
         raise UserError(f"{checkpoint_dir / sources[0]}: quantization_config is not a JSON object")
 
-    index = read_tensor_index(checkpoint_dir)
+    try:
+        index = read_tensor_index(checkpoint_dir)
+    except UserError:  # e.g. an LFS pointer instead of weights: the metadata still stands on its own
+        index = {}
     common = {
         "sources": sources,
         "tensor_dtypes": dtype_counts(index),

@@ -22,6 +22,8 @@ Gemma 4 exclusions, and why:
   ``qkv_proj`` and, for NVFP4/FP8, takes the max of the per-shard global scales — the missing k/v
   shards would contribute uninitialised memory (``torch.empty``) to the q projection's scale. Keeping
   those attention blocks BF16 sidesteps it at a cost of ~0.13B BF16 parameters for E2B.
+- ``text_only`` drops the towers and projections altogether and exports a ``Gemma4ForCausalLM``
+  (as the text-only 31B "turbo" target does): a draft never sees images, and the towers cost memory.
 - The per-layer embedding tables (``embed_tokens_per_layer``) are ``nn.Embedding`` lookups, which the
   preset never quantizes; ``per_layer_model_projection``/``per_layer_input_gate``/``per_layer_projection``
   are Linear layers that vLLM builds with the quantization config, so they are quantized.
@@ -58,13 +60,17 @@ GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM")
 GEMMA4_ALWAYS_EXCLUDED = ("*lm_head*", "*vision_tower*", "*embed_vision*", "*audio_tower*", "*embed_audio*")
 
 # Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
+# Measured on the CPU with ModelOpt 0.47 (peak RSS): 2.7M parameters -> 0.54 GB, a 398M-parameter
+# E2B-shaped model (0.80 GB in BF16) -> 1.73 GB, i.e. ~0.5 GB + 1.5x the BF16 weights. The fixed
+# part is rounded up to 2 GiB for real vocabularies (262144-wide logits during calibration).
 _PEAK_OVER_WEIGHTS = 1.5
-_FIXED_OVERHEAD_BYTES = 2 * 1024**3  # torch + transformers + modelopt imported
+_FIXED_OVERHEAD_BYTES = 2 * 1024**3
 _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
     "chat_template.jinja", "chat_template.json", "processor_config.json", "preprocessor_config.json",
     "generation_config.json",
 )
+_PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,12 @@ class QuantizePlan:
     required_bytes: int
     available_bytes: int
     device: str
+    text_only: bool = False
+    """Export only the language model, as ``Gemma4ForCausalLM`` (towers and their projections dropped)."""
+
+    @property
+    def output_architecture(self) -> str:
+        return "Gemma4ForCausalLM" if self.text_only else self.architecture
 
 
 @dataclass
@@ -102,6 +114,7 @@ def plan_quantization(
     extra_exclusions: tuple[str, ...] = (),
     device: str = "cpu",
     available_bytes: int | None = None,
+    text_only: bool = False,
 ) -> QuantizePlan:
     """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not.
 
@@ -146,7 +159,7 @@ def plan_quantization(
     return QuantizePlan(
         model_dir=model_dir, architecture=architecture, scheme=scheme, exclusions=exclusions,
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
-        required_bytes=required, available_bytes=available_bytes, device=device,
+        required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
     )
 
 
@@ -165,8 +178,8 @@ def quantize_draft(
     reads back as the requested scheme.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UserError(f"{out_dir} exists and is not empty", hint="pass a new --out directory")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise UserError(f"{out_dir} exists and is not an empty directory", hint="pass a new --out directory")
     torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
     from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
 
@@ -198,6 +211,8 @@ def quantize_draft(
     with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
         model = mtq.quantize(model, quant_config, forward_loop)
     seconds["calibrate"] = time.perf_counter() - phase
+    if plan.text_only and plan.architecture != "Gemma4ForCausalLM":
+        model = _language_model_only(model, transformers, torch)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
@@ -206,8 +221,8 @@ def quantize_draft(
         progress(f"exporting to {out_dir}")
         with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
             export_hf_checkpoint(model, export_dir=staging)
-        _keep_source_config(plan.model_dir, staging)
-        _copy_tokenizer_files(plan.model_dir, staging)
+        _keep_source_config(plan.model_dir, staging, text_only=plan.text_only)
+        _copy_tokenizer_files(plan.model_dir, staging, text_only=plan.text_only)
         seconds["export"] = time.perf_counter() - phase
         info = read_quantization(staging)
         if info is None or info.quant_algo != expected_algo:
@@ -291,8 +306,25 @@ def _load_tokenizer(transformers: Any, model_dir: Path) -> Any | None:
     return transformers.AutoTokenizer.from_pretrained(model_dir)
 
 
-def _keep_source_config(source: Path, target: Path) -> None:
-    """config.json = the source's, plus the export's ``quantization_config``.
+def _language_model_only(model: Any, transformers: Any, torch: Any) -> Any:
+    """A ``Gemma4ForCausalLM`` around the quantized language model and lm_head of a multimodal Gemma 4.
+
+    Built on the meta device, then given the real (already quantized) modules, so nothing is copied.
+    """
+    with torch.device("meta"):
+        text_model = transformers.Gemma4ForCausalLM(model.config.text_config)
+    text_model.model = model.model.language_model
+    text_model.lm_head = model.lm_head
+    text_model.config.architectures = ["Gemma4ForCausalLM"]
+    return text_model.eval()
+
+
+# Top-level keys a text-only config inherits when its text_config lacks them.
+_TEXT_ONLY_INHERITED = ("tie_word_embeddings", "dtype", "torch_dtype", "bos_token_id", "eos_token_id", "pad_token_id")
+
+
+def _keep_source_config(source: Path, target: Path, *, text_only: bool = False) -> None:
+    """config.json = the source's (its ``text_config`` for a text-only draft), plus the export's ``quantization_config``.
 
     ``save_pretrained`` in recent transformers rewrites Gemma 4 configs in its own layout (e.g.
     ``global_head_dim`` moves into ``per_layer_config``); the source's hub layout is the one every
@@ -300,11 +332,19 @@ def _keep_source_config(source: Path, target: Path) -> None:
     """
     exported = json.loads((target / "config.json").read_text(encoding="utf-8"))
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    if text_only and isinstance(config.get("text_config"), dict):
+        text = dict(config["text_config"])
+        for key in _TEXT_ONLY_INHERITED:
+            if key not in text and key in config:
+                text[key] = config[key]
+        config = {"architectures": ["Gemma4ForCausalLM"], **text, "model_type": "gemma4_text"}
     config["quantization_config"] = exported["quantization_config"]
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
-def _copy_tokenizer_files(source: Path, target: Path) -> None:
+def _copy_tokenizer_files(source: Path, target: Path, *, text_only: bool = False) -> None:
     for name in _TOKENIZER_FILES:
+        if text_only and name in _PROCESSOR_FILES:
+            continue
         if (source / name).is_file() and not (target / name).exists():
             shutil.copy2(source / name, target / name)

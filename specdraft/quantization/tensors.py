@@ -16,14 +16,6 @@ from pathlib import Path
 
 from specdraft.errors import UserError
 
-# Bytes per element of each safetensors dtype; packed 4-bit formats are stored as U8 pairs.
-DTYPE_BYTES: dict[str, float] = {
-    "F64": 8, "I64": 8, "U64": 8,
-    "F32": 4, "I32": 4, "U32": 4,
-    "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
-    "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
-    "F4": 0.5,
-}
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 

@@ -11,7 +11,7 @@ from specdraft.templates.rendering import (
     compile_template,
     render_chat,
 )
-from specdraft.templates.rules import RENDER_ERROR_FIX, RULES, VARIANTS, Rendering, Variant
+from specdraft.templates.rules import EMPTY_THOUGHT, RENDER_ERROR_FIX, RULES, VARIANTS, Rendering, Variant
 from specdraft.templates.scenarios import SCENARIOS, Scenario
 
 EXCERPT_CONTEXT = 60
@@ -94,8 +94,6 @@ def check_template(source: str, variant: Variant) -> list[Finding]:
 
 def detect_variant(source: str) -> Variant:
     """``"large"`` when the thinking-off generation prompt ends in an empty thought block, else ``"e"``."""
-    from specdraft.templates.rules import EMPTY_THOUGHT
-
     compile_template(source)
     try:
         prompt = render_chat(

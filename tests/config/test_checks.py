@@ -169,9 +169,19 @@ def test_vllm_older_than_gemma4_is_an_error():
     assert finding.message == "vLLM 0.18.1 has no Gemma 4 model (it arrived in 0.19.0)"
 
 
+def test_an_interpreter_without_vllm_is_an_error():
+    finding = check_vllm(VllmFacts(python="/venv/bin/python", note="no vLLM is installed in this interpreter"))
+    assert (finding.level, finding.message) == ("error", "no vLLM to serve with: no vLLM is installed in this "
+                                                         "interpreter")
+
+
+def test_no_vllm_at_all_is_only_a_warning_for_planning():
+    assert check_vllm(VllmFacts(note="nothing")).level == "warning"
+
+
 def test_unknown_checkpoint_is_an_error_with_the_download_command(facts):
     finding = check_checkpoint("draft", facts("someone/llama-7b"))
-    assert finding.level == "error" and finding.hint == "download it first: huggingface-cli download someone/llama-7b"
+    assert finding.level == "error" and finding.hint == "download it first: hf download someone/llama-7b"
 
 
 def _template_facts(facts, **kwargs) -> PairFacts:

@@ -65,7 +65,7 @@ def test_e_series_target_gets_the_e_template_variant():
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
     from specdraft.patching.release_trees import release_tree
 
-    root = release_tree("0.19.0", progress=lambda line: None) / "vllm"
+    root = release_tree("0.19.0", progress=lambda line: None)
     plan = build_launch_plan(LaunchRequest(target="nvidia/Gemma-4-31B-IT-NVFP4", draft=DRAFT, vllm_root=root))
     assert plan.serve.flag("--language-model-only") is not None
     assert _findings(plan)["multimodal-target"].level == "warning"
@@ -94,3 +94,15 @@ def test_draft_tensor_parallel_size_follows_the_target_unless_given():
     assert plan.speculative.draft_tensor_parallel_size == 2
     assert plan.serve.flag("--tensor-parallel-size").value == "2"
     assert {f.check: f.level for f in plan.findings}["draft-tensor-parallel"] == "ok"
+
+
+def test_a_checkpoint_without_weights_makes_the_memory_plan_say_it_is_optimistic(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    target = tmp_path / "target31b"
+    shutil.copytree(repo / "benchmarks" / "gpu" / "configs" / "target31b", target)
+    plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
+    assert any(f.check == "memory" and f.level == "warning" and f.message.startswith(f"weight size unknown for {target}")
+               for f in plan.findings)

@@ -82,3 +82,21 @@ def test_tensor_parallelism_splits_weights_and_kv_across_gpus(seed_pair):
     assert two.kv_bytes_needed == one.kv_bytes_needed // 2
     assert two.target_weight_bytes == one.target_weight_bytes // 2
     assert two.fits and not one.fits
+
+
+def test_kv_bytes_per_token_match_what_vllm_allocated_on_an_h200(tmp_path):
+    """vLLM 0.26 on an H200 (docs/gpu/raw/run1_h200, run k0): the 31B-shaped target, BF16 KV, hybrid
+    manager disabled. Its KV budget divided by our bytes per token must give its token count."""
+    import re
+    import tarfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    with tarfile.open(repo / "docs" / "gpu" / "raw" / "run1_h200" / "logs.tar.xz") as archive:
+        log = archive.extractfile("logs/k0.log").read().decode()
+    available_gib = float(re.search(r"Available KV cache memory: ([0-9.]+) GiB", log).group(1))
+    tokens = int(re.search(r"GPU KV cache size: ([0-9,]+) tokens", log).group(1).replace(",", ""))
+    target = inspect_checkpoint(str(repo / "benchmarks" / "gpu" / "configs" / "target31b"))
+    shape = kv_shape(target, kv_dtype_bytes=2, hybrid_kv_cache_manager=False)
+    predicted = available_gib * GIB / shape.per_token_bytes
+    assert abs(predicted - tokens) / tokens < 0.001

