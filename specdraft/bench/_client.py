@@ -124,10 +124,11 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                    temperature: float) -> RequestTiming:
     """Send one streaming request (``ignore_eos``, so every request yields ``max_tokens``) and time it.
 
-    A chunk that carries a choice holds one or more engine steps' output: one token per step without
-    speculation, up to K + 1 with it. vLLM's ``continuous_usage_stats`` puts the running token count in
-    every chunk, so the tokens of the first chunk are known and decode = (tokens - first chunk's) / span;
-    a server without it is assumed to send the prefill's single token first.
+    A chunk holds one or more engine steps' output: one token per step without speculation, up to
+    K + 1 with it. vLLM's ``continuous_usage_stats`` puts the running token count in every chunk, so a
+    chunk counts as output when that count grows (a chat stream's role-only first chunk does not), the
+    tokens of the first output chunk are known, and decode = (tokens - first chunk's) / span. A server
+    without it is taken chunk by chunk, the prefill's single token first.
     """
     body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
                   "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "ignore_eos": True}
@@ -137,7 +138,7 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
         path, body["prompt"] = "/v1/completions", prompt.text
     url = f"{_root(base_url)}{path}"
     first = last = None
-    usage_tokens = None
+    usage_tokens: int | None = None
     first_chunk_tokens = 1
     chunks_with_output = 0
     start = time.perf_counter()
@@ -154,14 +155,22 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                     break
                 now = time.perf_counter() - start
                 chunk = json.loads(payload)
-                if chunk.get("usage"):
-                    usage_tokens = chunk["usage"].get("completion_tokens")
-                if chunk.get("choices"):
+                if "error" in chunk:
+                    error = chunk["error"]
+                    raise UserError(f"the server failed a request to {url} mid-stream: "
+                                    f"{error.get('message') if isinstance(error, dict) else error}",
+                                    hint="the server's log says why")
+                usage = chunk.get("usage") or {}
+                if usage.get("completion_tokens") is not None:
+                    previous, usage_tokens = usage_tokens or 0, int(usage["completion_tokens"])
+                    is_output = usage_tokens > previous
+                else:
+                    is_output = bool(chunk.get("choices"))
+                if is_output:
                     chunks_with_output += 1
                     if first is None:
                         first = now
-                        if usage_tokens:
-                            first_chunk_tokens = int(usage_tokens)
+                        first_chunk_tokens = usage_tokens if usage_tokens else 1
                     last = now
     except httpx.HTTPError as err:
         raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
@@ -170,7 +179,7 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     if first is None:
         raise UserError(f"the server streamed no tokens for a request to {url}")
     tokens = usage_tokens if usage_tokens is not None else chunks_with_output
-    return RequestTiming(int(tokens), first, end, first, last, first_chunk_tokens)
+    return RequestTiming(tokens, first, end, first, last, first_chunk_tokens)
 
 
 def run_level(

@@ -170,12 +170,17 @@ def _schedule(args) -> list[tuple[int, int, int]]:
     points = []
     for level in spec.levels:
         n = level.concurrency
+        if args.measure_overhead:
+            overhead = overhead_from_results(spec, draft_only, target_only, n)
+        elif args.overhead_ms is not None:  # the same ms is a different share of each batch size's target step
+            overhead = overhead_fraction(args.overhead_ms, step_ms(target_only, n, "target-only"))
+        else:
+            overhead = args.overhead_fraction or 0.0
         points.append(SchedulePoint(
             batch_size=n,
             per_position_acceptance=acceptance_from_result(spec, n),
             cost_ratio=cost_ratio_from_results(draft_only, target_only, n),
-            overhead=overhead_from_results(spec, draft_only, target_only, n) if args.measure_overhead
-            else (args.overhead_fraction or 0.0),
+            overhead=overhead,
         ))
     return recommend_schedule(points, max_k=args.max_k,
                               extrapolation="none" if args.no_extrapolation else "geometric")

@@ -95,3 +95,18 @@ def test_without_overhead_the_textbook_model_overpredicts_the_h200_run(tmp_path,
     out = capsys.readouterr().out
     # E = 3.43 over 1 + 4 * 0.1796 = 1.718 target steps: 2.00x predicted against 1.27x measured
     assert "measured at K = 4 (the benched server): 1.27x decode speedup; predicted 2.00x (+57.4%)" in out
+
+
+def test_a_schedule_prices_an_overhead_in_ms_against_each_batch_sizes_target_step(tmp_path, capsys):
+    paths = {}
+    for name, res in (("spec", SPEC), ("draft", DRAFT), ("target", TARGET)):
+        paths[name] = tmp_path / f"{name}.json"
+        res.save(paths[name])
+    # 31 ms is 1.74 target steps at concurrency 1 (17.8 ms): K = 4 gives 0.99x there; at concurrency 4 it is
+    # 1.55 target steps (20 ms) and K = 4 gives 1.02x
+    code = main(["tune", "--from-bench", str(paths["spec"]), "--step-times", str(paths["draft"]), str(paths["target"]),
+                 "--overhead-ms", "31", "--schedule", "--max-k", "4", "--no-extrapolation", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["overhead"] == pytest.approx(31 / (1000 / 56.2))
+    assert data["num_speculative_tokens_per_batch_size"] == [[1, 3, 0], [4, 4, 4]]

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from specdraft.cli import main
+from specdraft.templates import shipped_template
 from specdraft.testbed import TinyPair, build_tiny_pair, patched_vllm_cpu_env, serve_tiny_pair
 from specdraft.testbed.vllm_env import cache_root
 
@@ -42,11 +43,14 @@ def spec_counters(base_url: str) -> dict[str, float]:
 def runs(tmp_path_factory):
     """Bench results written by the CLI, plus the counters the test scraped itself around the speculative run."""
     out = tmp_path_factory.mktemp("bench")
-    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft")}
+    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft", "chat")}
+    chat_prompts = out / "chat.jsonl"
+    chat_prompts.write_text("".join(json.dumps({"messages": [{"role": "user", "content": text}]}) + "\n"
+                                    for text in ("Name three rivers.", "Write a haiku about tests.")))
     record: dict = {"paths": paths}
     pair = build_tiny_pair(cache_root() / "tiny")
-    with serve_tiny_pair(pair=pair) as spec, serve_tiny_pair(pair=pair, speculative=False) as target:
-        record["spec_server"] = spec
+    chat = ["--chat-template", str(shipped_template("large"))]
+    with serve_tiny_pair(pair=pair, extra_args=chat) as spec, serve_tiny_pair(pair=pair, speculative=False) as target:
         record["before"] = spec_counters(spec.base_url)
         assert main(["bench", "--base-url", spec.base_url, "--model", spec.model, "--compare", target.base_url,
                      "--concurrency", CONCURRENCY, "--max-tokens", MAX_TOKENS, "--requests", REQUESTS,
@@ -54,6 +58,8 @@ def runs(tmp_path_factory):
         record["after"] = spec_counters(spec.base_url)
         assert main(["bench", "--base-url", target.base_url, "--model", target.model, "--concurrency", CONCURRENCY,
                      "--max-tokens", MAX_TOKENS, "--requests", REQUESTS, "--out", str(paths["target"])]) == 0
+        assert main(["bench", "--base-url", spec.base_url, "--model", spec.model, "--prompts", str(chat_prompts),
+                     "--max-tokens", MAX_TOKENS, "--out", str(paths["chat"])]) == 0
         code = main(["bench", "--base-url", spec.base_url, "--model", "no-such-model"])
         record["wrong_model_exit"] = code
     # The E2B-shaped draft shares KV layers: served alone with the hybrid KV cache manager disabled it needs
@@ -118,6 +124,14 @@ def test_compare_results_of_two_saved_runs_needs_no_server(runs, capsys):
     target = runs["results"]["target"]
     for speedup, lv, base in zip(data["speedups"], data["levels"], target["levels"]):
         assert speedup["output_tok_s"] == pytest.approx(lv["output_tok_s"] / base["output_tok_s"], rel=1e-3)
+
+
+def test_chat_prompts_go_through_the_chat_endpoint_and_are_measured_alike(runs):
+    chat = runs["results"]["chat"]
+    assert chat["prompts_source"].endswith("chat.jsonl") and chat["num_prompts"] == 2
+    (level,) = chat["levels"]
+    assert level["requests"] == 2 and level["output_tokens"] == 2 * int(MAX_TOKENS)
+    assert level["spec_decode"]["num_drafts"] > 0
 
 
 def test_bench_names_the_served_model_when_the_name_is_wrong(runs):
