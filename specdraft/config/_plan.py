@@ -156,7 +156,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
                                          detail=r.detail or "") for r in status(install))
     except UserError as err:
-        where = "" if python or vllm_root else " (no `vllm` on PATH, no --python)"
+        where = "" if python or vllm_root else "; no `vllm` on PATH and no --python given"
         note = hotfix_note = err.message + where
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)
