@@ -135,7 +135,8 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     if prompt.messages is not None:
         path, body["messages"] = "/v1/chat/completions", list(prompt.messages)
     else:
-        path, body["prompt"] = "/v1/completions", prompt.text
+        text = prompt.text
+        path, body["prompt"] = "/v1/completions", list(text) if isinstance(text, tuple) else text
     url = f"{_root(base_url)}{path}"
     first = last = None
     usage_tokens: int | None = None

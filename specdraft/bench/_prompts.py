@@ -11,9 +11,10 @@ from specdraft.errors import UserError
 
 @dataclass(frozen=True)
 class Prompt:
-    """One request: plain ``text`` goes to /v1/completions, ``messages`` to /v1/chat/completions."""
+    """One request: ``text`` (a string, or token ids for a server without a tokenizer) goes to
+    /v1/completions, ``messages`` to /v1/chat/completions."""
 
-    text: str | None = None
+    text: str | tuple[int, ...] | None = None
     messages: tuple[dict, ...] | None = None
 
 
@@ -40,7 +41,8 @@ BUILTIN_PROMPTS: tuple[Prompt, ...] = tuple(
 
 
 def load_prompts(path: Path) -> tuple[Prompt, ...]:
-    """Prompts from a JSONL file: one object per line with ``"prompt": str`` or ``"messages": [...]``."""
+    """Prompts from a JSONL file: one object per line with ``"prompt": str``, ``"prompt": [token ids]``
+    (for a server started with ``--skip-tokenizer-init``, e.g. dummy weights) or ``"messages": [...]``."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -57,12 +59,16 @@ def load_prompts(path: Path) -> tuple[Prompt, ...]:
             item = json.loads(line)
         except json.JSONDecodeError as err:
             raise UserError(f"{path}:{number}: not JSON ({err.msg})") from None
-        if isinstance(item, dict) and isinstance(item.get("prompt"), str):
-            prompts.append(Prompt(text=item["prompt"]))
+        prompt = item.get("prompt") if isinstance(item, dict) else None
+        if isinstance(prompt, str):
+            prompts.append(Prompt(text=prompt))
+        elif isinstance(prompt, list) and prompt and all(isinstance(t, int) and t >= 0 for t in prompt):
+            prompts.append(Prompt(text=tuple(prompt)))
         elif isinstance(item, dict) and isinstance(item.get("messages"), list) and item["messages"]:
             prompts.append(Prompt(messages=tuple(item["messages"])))
         else:
-            raise UserError(f'{path}:{number}: expected {{"prompt": "..."}} or {{"messages": [...]}}')
+            raise UserError(f'{path}:{number}: expected {{"prompt": "..."}}, {{"prompt": [token ids]}} '
+                            'or {"messages": [...]}')
     if not prompts:
         raise UserError(f"prompt file {path} holds no prompts")
     return tuple(prompts)

@@ -82,13 +82,15 @@ def test_a_saved_result_round_trips_through_json(tmp_path):
 
 def test_prompt_files_take_prompts_or_chat_messages(tmp_path):
     path = tmp_path / "p.jsonl"
-    path.write_text('{"prompt": "hello"}\n\n{"messages": [{"role": "user", "content": "hi"}]}\n')
+    path.write_text('{"prompt": "hello"}\n\n{"messages": [{"role": "user", "content": "hi"}]}\n{"prompt": [2, 17, 9]}\n')
     prompts = load_prompts(path)
     assert prompts[0].text == "hello" and prompts[1].messages == ({"role": "user", "content": "hi"},)
+    assert prompts[2].text == (2, 17, 9)  # token ids, for servers without a tokenizer
 
 
 @pytest.mark.parametrize("line,message", [("not json", "p.jsonl:1: not JSON"),
-                                          ('{"text": "x"}', 'expected {"prompt": "..."}')])
+                                          ('{"text": "x"}', 'expected {"prompt": "..."}'),
+                                          ('{"prompt": [1, "a"]}', "token ids")])
 def test_a_bad_prompt_line_is_named_by_file_and_line(tmp_path, line, message):
     path = tmp_path / "p.jsonl"
     path.write_text(line + "\n")

@@ -43,7 +43,9 @@ def spec_counters(base_url: str) -> dict[str, float]:
 def runs(tmp_path_factory):
     """Bench results written by the CLI, plus the counters the test scraped itself around the speculative run."""
     out = tmp_path_factory.mktemp("bench")
-    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft", "chat")}
+    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft", "chat", "ids")}
+    id_prompts = out / "ids.jsonl"
+    id_prompts.write_text('{"prompt": [2, 300, 301, 302, 300, 301]}\n{"prompt": [2, 40, 41]}\n')
     chat_prompts = out / "chat.jsonl"
     chat_prompts.write_text("".join(json.dumps({"messages": [{"role": "user", "content": text}]}) + "\n"
                                     for text in ("Name three rivers.", "Write a haiku about tests.")))
@@ -60,6 +62,8 @@ def runs(tmp_path_factory):
                      "--max-tokens", MAX_TOKENS, "--requests", REQUESTS, "--out", str(paths["target"])]) == 0
         assert main(["bench", "--base-url", spec.base_url, "--model", spec.model, "--prompts", str(chat_prompts),
                      "--max-tokens", MAX_TOKENS, "--out", str(paths["chat"])]) == 0
+        assert main(["bench", "--base-url", target.base_url, "--model", target.model, "--prompts", str(id_prompts),
+                     "--max-tokens", MAX_TOKENS, "--out", str(paths["ids"])]) == 0
         code = main(["bench", "--base-url", spec.base_url, "--model", "no-such-model"])
         record["wrong_model_exit"] = code
     # The E2B-shaped draft shares KV layers: served alone with the hybrid KV cache manager disabled it needs
@@ -132,6 +136,12 @@ def test_chat_prompts_go_through_the_chat_endpoint_and_are_measured_alike(runs):
     (level,) = chat["levels"]
     assert level["requests"] == 2 and level["output_tokens"] == 2 * int(MAX_TOKENS)
     assert level["spec_decode"]["num_drafts"] > 0
+
+
+def test_token_id_prompts_are_sent_as_they_are(runs):
+    (level,) = runs["results"]["ids"]["levels"]
+    assert level["requests"] == 2 and level["output_tokens"] == 2 * int(MAX_TOKENS)
+    assert level["decode_tok_s"] > 0
 
 
 def test_bench_names_the_served_model_when_the_name_is_wrong(runs):
