@@ -28,4 +28,4 @@ with tempfile.TemporaryDirectory(prefix="specdraft-quantize-example-") as tmp:
           f"serve with --quantization {info.vllm_quantization}; kept in BF16: {', '.join(info.exclusions)}")
     for gpu, capability in (("DGX Spark GB10", "12.1"), ("H100", "9.0")):
         findings = check_quantization(info, declared="modelopt", compute_capability=capability)
-        print(f"{gpu} (sm {capability}):", "; ".join(f"{f.severity}: {f.message}" for f in findings) or "no findings")
+        print(f"{gpu} (sm {capability}):", "; ".join(f"{f.level}: {f.message}" for f in findings) or "no findings")

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         print(f"serve it with --quantization {info.vllm_quantization} "
               f"(speculative config: \"quantization\": \"{info.vllm_quantization}\")")
         for finding in result.findings:
-            print(f"{finding.severity}: {finding.message}", file=sys.stderr)
+            print(f"{finding.level}: {finding.message}", file=sys.stderr)
     return ExitCode.OK
 
 

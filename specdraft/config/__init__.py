@@ -6,7 +6,7 @@ are public so launch scripts can build or check a plan step by step.
 
 from specdraft.config._checkpoint import Checkpoint, LayerKV, Quantization, inspect_checkpoint
 from specdraft.config._checks import HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled
-from specdraft.config._findings import Finding, worst_level
+from specdraft.findings import Finding, worst_level
 from specdraft.config._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
 from specdraft.config._multimodal import MultimodalVerdict, multimodal_verdict
 from specdraft.config._plan import LaunchPlan, LaunchRequest, build_launch_plan, gather_vllm_facts

@@ -10,12 +10,14 @@ facts stand in, and ``notes`` says so.
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from specdraft.config._shape_facts import find_shape_facts
+from specdraft.errors import UserError
+from specdraft.quantization import read_quantization
+from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
 Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
 
@@ -176,58 +178,26 @@ def _read_json(path: Path) -> dict | None:
 
 
 def _safetensors_bytes(directory: Path) -> int | None:
-    """Sum of tensor bytes from the safetensors headers (8-byte length, then a JSON header)."""
-    files = sorted(directory.glob("*.safetensors"))
-    if not files:
+    """Sum of tensor bytes from the safetensors headers, else the index file's ``total_size``."""
+    if not safetensors_files(directory):
         index = _read_json(directory / "model.safetensors.index.json") or {}
         total = (index.get("metadata") or {}).get("total_size")
         return int(total) if total else None
-    total = 0
-    for file in files:
-        with file.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
-        total += sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in header.items() if k != "__metadata__")
-    return total
+    return sum(entry.nbytes for entry in read_tensor_index(directory).values())
 
 
-def _quantization(directory: Path, config: dict) -> Quantization:
-    """The checkpoint's quantization: specdraft.quantization's reader, else config.json / hf_quant_config.json."""
+def _quantization(directory: Path) -> Quantization:
+    """The checkpoint's quantization, as specdraft.quantization reads it."""
     try:
-        from specdraft.quantization import read_quantization
-    except ImportError:
-        read_quantization = None
-    if read_quantization is not None:
-        from specdraft.errors import UserError
-
-        try:
-            info = read_quantization(directory)
-        except UserError as err:
-            return Quantization(method=None, basis=f"unreadable quantization metadata: {err.message}")
-        if info is None:
-            return Quantization(method=None, basis="no quantization metadata")
-        # The user's validated spelling for ModelOpt checkpoints is `modelopt`; vLLM resolves NVFP4 from it.
-        method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
-        return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
-                            basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)
-    embedded = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
-    if embedded:
-        return Quantization(
-            method=embedded.get("quant_method"),
-            algo=embedded.get("quant_algo") or embedded.get("format"),
-            kv_cache=str(embedded.get("kv_cache_scheme") or embedded.get("kv_cache_quant_algo") or "") or None,
-            basis="config.json quantization_config",
-        )
-    modelopt = _read_json(directory / "hf_quant_config.json")
-    if modelopt:
-        quant = modelopt.get("quantization") or {}
-        return Quantization(
-            method="modelopt",
-            algo=quant.get("quant_algo"),
-            kv_cache=quant.get("kv_cache_quant_algo"),
-            basis="hf_quant_config.json",
-        )
-    return Quantization(method=None, basis="no quantization metadata")
+        info = read_quantization(directory)
+    except UserError as err:
+        return Quantization(method=None, basis=f"unreadable quantization metadata: {err.message}")
+    if info is None:
+        return Quantization(method=None, basis="no quantization metadata")
+    # The user's validated spelling for ModelOpt checkpoints is `modelopt`; vLLM resolves NVFP4 from it.
+    method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
+    return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
+                        basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)
 
 
 def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], tuple[int, ...]]:
@@ -299,7 +269,7 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
     weight_bytes = _safetensors_bytes(directory)
     return Checkpoint(
         ref=ref, source=source, path=directory, config=config,
-        quantization=_quantization(directory, config),
+        quantization=_quantization(directory),
         weight_bytes=weight_bytes,
         weight_bytes_basis="safetensors headers" if weight_bytes is not None else None,
         special_token_ids=ids, eos_token_ids=eos,

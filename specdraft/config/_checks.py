@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from specdraft.config._checkpoint import Checkpoint
-from specdraft.config._findings import Finding
+from specdraft.findings import Finding
+from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.config._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -251,21 +252,17 @@ def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, 
     return _ok("multimodal-target", f"multimodal target accepted by vLLM {vllm.version} ({vllm.multimodal_basis})")
 
 
-_SEVERITY_TO_LEVEL = {"error": "error", "warning": "warning", "info": "info", "ok": "ok"}
-
-
 def _reader_findings(role: str, checkpoint: Checkpoint, given: str | None,
                      compute_capability: tuple[int, int] | None) -> list[Finding] | None:
-    """specdraft.quantization's own checks of a checkpoint it has read; None when they are not available."""
+    """specdraft.quantization's own checks of a checkpoint it has read.
+
+    None when it has not read one (shape facts stand in, or the metadata was unreadable).
+    """
     info = checkpoint.quantization.info
     if info is None:
         return None
-    try:
-        from specdraft.quantization import check_quantization as check_checkpoint_quantization
-    except ImportError:
-        return None
-    return [Finding(level=_SEVERITY_TO_LEVEL.get(str(f.severity), "warning"), check="quantization",
-                    message=f"{role}: {f.message}", hint=f.hint)
+    # The launch plan reports them all under its one `quantization` check, each naming the model it is about.
+    return [f.model_copy(update={"check": "quantization", "message": f"{role}: {f.message}"})
             for f in check_checkpoint_quantization(info, declared=given, compute_capability=compute_capability)]
 
 

@@ -17,7 +17,7 @@ from specdraft.config._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.config._checks import (
     HYBRID_FLAG, HotfixMode, HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled,
 )
-from specdraft.config._findings import Finding, worst_level
+from specdraft.findings import Finding, worst_level
 from specdraft.config._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
 from specdraft.config._multimodal import multimodal_verdict
 from specdraft.config._serve_plan import ServeFlag, ServePlan

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdraft.config._findings import Finding
+from specdraft.findings import Finding
 from specdraft.errors import UserError
 
 

@@ -23,16 +23,14 @@ import fnmatch
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from specdraft.errors import UserError
+from specdraft.findings import Finding
 from specdraft.quantization.inspect import (
     VLLM_LEGACY_FILE_QUANT_ALGOS,
     VLLM_MODELOPT_QUANT_ALGOS,
     QuantizationInfo,
 )
 
-Severity = Literal["error", "warning", "info"]
 Fp4KernelPath = Literal["native", "marlin-weight-only", "unsupported"]
 
 NATIVE_FP4_MIN_CAPABILITY = 100
@@ -45,16 +43,6 @@ _UNQUANTIZABLE_PREFIXES = ("model.vision_tower", "model.audio_tower", "vision_to
 # The multimodal embedders' projections vLLM quantizes unless the checkpoint excludes them
 # (gemma4_mm.py: tower_quant = quant_config when the vision dims divide by 64).
 _EMBEDDERS = {"vision": "model.embed_vision.embedding_projection", "audio": "model.embed_audio.embedding_projection"}
-
-
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    code: str
-    """Stable id, e.g. ``quantization-mismatch``, ``fp4-not-native``."""
-    severity: Severity
-    message: str
-    hint: str | None = None
 
 
 def parse_compute_capability(value: int | float | str | tuple[int, int]) -> int:
@@ -110,7 +98,7 @@ def check_quantization(
     if info is None:
         if declared:
             findings.append(Finding(
-                code="quantization-mismatch", severity="error",
+                level="error", check="quantization-mismatch",
                 message=f"quantization {declared!r} is declared but the checkpoint has no quantization metadata "
                         "(no quantization_config in config.json, no hf_quant_config.json)",
                 hint="drop the quantization setting for this checkpoint, or quantize it: python -m specdraft quantize",
@@ -129,28 +117,28 @@ def _declared_findings(info: QuantizationInfo, declared: str | None) -> list[Fin
         return []
     if declared in info.accepted_quantization:
         return [Finding(
-            code="quantization-resolved", severity="info",
+            level="info", check="quantization-resolved",
             message=f"quantization {declared!r} is accepted for this {info.scheme} checkpoint; vLLM resolves it to "
                     f"{info.vllm_quantization!r}",
         )]
     if info.format == "modelopt" and declared.startswith("modelopt"):
         # A ModelOpt override replaces the declared value, so vLLM still loads it.
         return [Finding(
-            code="quantization-resolved", severity="warning",
+            level="warning", check="quantization-resolved",
             message=f"quantization {declared!r} does not describe this {info.scheme} checkpoint; vLLM overrides it "
                     f"with {info.vllm_quantization!r}",
             hint=f"set quantization to {info.vllm_quantization!r}",
         )]
     if info.format != "compressed-tensors":
         return [Finding(
-            code="quantization-mismatch", severity="warning",
+            level="warning", check="quantization-mismatch",
             message=f"quantization {declared!r} is declared for a {info.format} {info.quant_algo or info.scheme} "
                     f"checkpoint whose own method is {info.vllm_quantization!r}; vLLM may override the declared "
                     "value or refuse to start",
             hint=f"set quantization to {info.vllm_quantization!r}",
         )]
     return [Finding(
-        code="quantization-mismatch", severity="error",
+        level="error", check="quantization-mismatch",
         message=f"quantization {declared!r} is declared but the checkpoint is {info.format} ({info.scheme}); vLLM "
                 f"fails with 'Quantization method specified in the model config ({info.vllm_quantization}) does not "
                 f"match the quantization method specified in the `quantization` argument ({declared})'",
@@ -164,14 +152,14 @@ def _metadata_findings(info: QuantizationInfo) -> list[Finding]:
         return findings
     if info.quant_algo not in VLLM_MODELOPT_QUANT_ALGOS:
         findings.append(Finding(
-            code="quant-algo-unsupported", severity="error",
+            level="error", check="quant-algo-unsupported",
             message=f"ModelOpt quant_algo {info.quant_algo!r} is not one vLLM 0.26 loads "
                     f"({', '.join(sorted(VLLM_MODELOPT_QUANT_ALGOS))})",
             hint="re-export with --scheme nvfp4, nvfp4-a16 or fp8",
         ))
     if info.sources == ("hf_quant_config.json",) and info.quant_algo not in VLLM_LEGACY_FILE_QUANT_ALGOS:
         findings.append(Finding(
-            code="legacy-metadata-unresolvable", severity="error",
+            level="error", check="legacy-metadata-unresolvable",
             message=f"only hf_quant_config.json describes this checkpoint, and vLLM 0.26 cannot resolve quant_algo "
                     f"{info.quant_algo!r} from it ('Unknown ModelOpt quant algo')",
             hint="add the quantization_config block to config.json (current ModelOpt exports write it)",
@@ -181,7 +169,7 @@ def _metadata_findings(info: QuantizationInfo) -> list[Finding]:
         legacy_algo = str(legacy.get("quant_algo") or "").upper()
         if legacy_algo and legacy_algo != info.quant_algo:
             findings.append(Finding(
-                code="metadata-disagree", severity="warning",
+                level="warning", check="metadata-disagree",
                 message=f"config.json says quant_algo {info.quant_algo!r} but hf_quant_config.json says {legacy_algo!r}; "
                         "vLLM reads config.json",
                 hint="make the two files agree (re-export, or delete the stale hf_quant_config.json)",
@@ -194,7 +182,7 @@ def _exclusion_findings(info: QuantizationInfo) -> list[Finding]:
     towers = [m for m in info.quantized_modules if m.startswith(_UNQUANTIZABLE_PREFIXES)]
     if towers:
         findings.append(Finding(
-            code="tower-quantized", severity="error",
+            level="error", check="tower-quantized",
             message=f"{len(towers)} vision/audio tower modules are stored quantized (first: {towers[0]}); vLLM builds "
                     "Gemma 4's towers unquantized and cannot load them",
             hint="re-quantize excluding *vision_tower* and *audio_tower* (python -m specdraft quantize does)",
@@ -203,7 +191,7 @@ def _exclusion_findings(info: QuantizationInfo) -> list[Finding]:
         embedder = _EMBEDDERS[part]
         if embedder not in info.quantized_modules and not is_excluded(embedder, info.exclusions):
             findings.append(Finding(
-                code="embedder-not-excluded", severity="error",
+                level="error", check="embedder-not-excluded",
                 message=f"{embedder} is stored unquantized but the checkpoint's exclusions do not list it; vLLM "
                         f"builds it quantized and the BF16 weight will not load",
                 hint=f"add 'model.embed_{part}*' to the exclusions (ignore / exclude_modules)",
@@ -212,7 +200,7 @@ def _exclusion_findings(info: QuantizationInfo) -> list[Finding]:
         q_proj = next((m for m in info.quantized_modules if m.endswith(f"layers.{layer}.self_attn.q_proj")), None)
         if q_proj and q_proj.replace("q_proj", "k_proj") not in info.quantized_modules:
             findings.append(Finding(
-                code="kv-shared-qkv-incomplete", severity="warning",
+                level="warning", check="kv-shared-qkv-incomplete",
                 message=f"{q_proj} is quantized but its KV-shared layer has no k_proj/v_proj tensors; vLLM fuses "
                         "q/k/v and takes the max of their global scales, so the missing shards' uninitialised "
                         "scales reach the q projection (vllm 0.26 modelopt.py process_weights_after_loading)",
@@ -221,7 +209,7 @@ def _exclusion_findings(info: QuantizationInfo) -> list[Finding]:
             break
     if "lm_head" in info.quantized_modules:
         findings.append(Finding(
-            code="lm-head-quantized", severity="warning",
+            level="warning", check="lm-head-quantized",
             message="lm_head is stored quantized; Gemma 4 ties lm_head to the embedding, which stays BF16",
             hint="re-quantize excluding lm_head",
         ))
@@ -234,13 +222,13 @@ def _gpu_findings(info: QuantizationInfo, capability: int) -> list[Finding]:
         path = nvfp4_kernel_path(capability)
         if path == "unsupported":
             return [Finding(
-                code="fp4-unsupported", severity="error",
+                level="error", check="fp4-unsupported",
                 message=f"{info.scheme} needs compute capability 7.5 or newer; this GPU has {gpu}",
                 hint="use a BF16 draft on this GPU",
             )]
         if path == "marlin-weight-only" and info.scheme == "nvfp4":
             return [Finding(
-                code="fp4-not-native", severity="warning",
+                level="warning", check="fp4-not-native",
                 message=f"{gpu} has no FP4 tensor cores (native NVFP4 needs 10.0+, Blackwell): vLLM runs this W4A4 "
                         "checkpoint through the Marlin kernel as weight-only FP4 with BF16 activations",
                 hint="on Hopper/Ada prefer an FP8 draft: python -m specdraft quantize --scheme fp8"
@@ -249,7 +237,7 @@ def _gpu_findings(info: QuantizationInfo, capability: int) -> list[Finding]:
         return []
     if info.format == "modelopt" and info.is_fp8 and capability < MODELOPT_FP8_MIN_CAPABILITY:
         return [Finding(
-            code="fp8-unsupported", severity="error",
+            level="error", check="fp8-unsupported",
             message=f"ModelOpt FP8 needs compute capability 8.9 or newer; this GPU has {gpu}",
             hint="use a BF16 or NVFP4 (Marlin weight-only) draft on this GPU",
         )]

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
-from specdraft.quantization.tensors import TensorEntry, dtype_counts, read_tensor_index
+from specdraft.safetensors_index import TensorEntry, dtype_counts, read_tensor_index
 
 QuantizationFormat = Literal["modelopt", "compressed-tensors", "other"]
 

@@ -46,7 +46,7 @@ from typing import Any, Callable, Literal
 from specdraft.errors import RefusedError, UserError
 from specdraft.quantization.checks import Finding, check_quantization
 from specdraft.quantization.inspect import QuantizationInfo, kv_shared_layers, read_quantization
-from specdraft.quantization.tensors import element_count, read_tensor_index, safetensors_files
+from specdraft.safetensors_index import element_count, read_tensor_index, safetensors_files
 
 DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
 
@@ -228,7 +228,7 @@ def quantize_draft(
         if info is None or info.quant_algo != expected_algo:
             raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, not {expected_algo}")
         findings = check_quantization(info)
-        errors = [f for f in findings if f.severity == "error"]
+        errors = [f for f in findings if f.level == "error"]
         if errors:
             raise RuntimeError(f"ModelOpt export in {staging} fails its own checks: {errors[0].message}")
         if out_dir.exists():

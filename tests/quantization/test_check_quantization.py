@@ -4,7 +4,7 @@ from specdraft.quantization import check_quantization, is_excluded, nvfp4_kernel
 
 
 def codes(findings):
-    return [(f.code, f.severity) for f in findings]
+    return [(f.check, f.level) for f in findings]
 
 
 def test_compressed_tensors_draft_declared_as_modelopt_is_an_error(checkpoints):
@@ -48,7 +48,7 @@ def test_nvfp4_below_turing_is_unsupported(checkpoints):
 
 def test_weight_only_nvfp4_on_hopper_is_not_flagged(checkpoints):
     info = read_quantization(checkpoints.legacy_file_only("W4A16_NVFP4"))
-    assert not [f for f in check_quantization(info, compute_capability=90) if f.code.startswith("fp4")]
+    assert not [f for f in check_quantization(info, compute_capability=90) if f.check.startswith("fp4")]
 
 
 def test_modelopt_fp8_on_ampere_is_unsupported(checkpoints):

@@ -100,7 +100,7 @@ def test_real_vllm_resolves_quantization_as_read_quantization_and_check_quantiza
     results = json.loads(completed.stdout.strip().splitlines()[-1])
     for (model, declared), result in zip(cases, results):
         info = read_quantization(model)
-        errors = [f for f in check_quantization(info, declared=declared) if f.severity == "error"]
+        errors = [f for f in check_quantization(info, declared=declared) if f.level == "error"]
         label = f"{model.name} declared {declared}: {result}"
         if "error" in result:
             assert errors, label

@@ -1,4 +1,8 @@
-"""A finding: one check's verdict, worded for the person at the terminal."""
+"""A finding: one check's verdict, worded for the person at the terminal.
+
+The launch plan's checks (specdraft.config) and the quantization checks (specdraft.quantization)
+both report in this type, so text and ``--json`` output use the same words everywhere.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ class Finding(BaseModel):
 
     level: Level
     check: str
-    """The check's name, stable across releases (``vocab-size``, ``hotfixes``, ...)."""
+    """The check's name, stable across releases (``vocab-size``, ``hotfixes``, ``fp4-not-native``, ...)."""
     message: str
     """What was found, with the values involved."""
     hint: str | None = None
