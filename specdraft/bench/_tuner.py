@@ -187,8 +187,10 @@ def predict_speedup(per_position: Sequence[float], k: int, cost_ratio: float, ov
 def _check_costs(cost_ratio: float, overhead: float) -> None:
     if not (cost_ratio >= 0) or math.isinf(cost_ratio):
         raise UserError(f"cost ratio c = {cost_ratio} must be a finite number >= 0 (draft step / target step)")
-    if not (overhead >= 0) or math.isinf(overhead):
-        raise UserError(f"per-step overhead o = {overhead} must be a finite number >= 0 (in target steps)")
+    # A fitted o can be slightly negative (verifying K + 1 tokens cost less than the fit's intercept says);
+    # a step must still cost something.
+    if not (overhead > -1) or math.isinf(overhead):
+        raise UserError(f"per-step overhead o = {overhead} must be a finite number > -1 (in target steps)")
 
 
 def recommend(
