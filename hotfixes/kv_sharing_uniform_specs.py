@@ -4,8 +4,12 @@ Gemma 4 E2B/E4B layers that share another layer's KV cache are appended to the t
 group, but when that group's spec is a `UniformTypeKVCacheSpecs` (the case once hotfix
 `kv-uniform-catches-valueerror` lets a draft/target pair fall back to it) they get no entry in
 `kv_cache_specs`, and the model runner dies on `KeyError: '<draft>.model.layers.N.self_attn.attn'`.
-Side effect: `UniformTypeKVCacheSpecs.page_size_bytes` sums over `kv_cache_specs`, so it now counts
-the shared layers too (no worker code was seen reading it after this point).
+Side effect, harmless: `UniformTypeKVCacheSpecs.page_size_bytes` sums over `kv_cache_specs`, so the
+worker's copy of the group now counts the shared layers too. Nothing sizes memory from it: block
+counts, max concurrency and KV connectors are computed in the engine core before the model runner
+deep-copies the config and calls this function (0.19, 0.26, 0.32, 0.33 read), and afterwards the
+worker reads only per-layer specs. Shown by
+tests/e2e/test_kv_sharing_hotfixes.py::test_patched_pair_gets_the_kv_cache_capacity_of_the_layers_that_own_a_cache.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Turn the GPU sweep's raw results into the table, tune's predictions, the overhead fit and the plot.
 
-usage: analyze.py RESULTS.jsonl OUTDIR [--tune "python -m specdraft tune"] [--no-plot]
+usage: analyze.py RESULTS.jsonl OUTDIR [--repeat RESULTS2.jsonl] [--tune "python -m specdraft tune"] [--no-plot]
 
 Prints the table and writes OUTDIR/sweep.csv, OUTDIR/analysis.json and (with matplotlib) OUTDIR/speedup_vs_k.png.
 
@@ -49,9 +49,11 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def tune_via_cli(command: str, rates: list[float], c: float) -> dict:
+def tune_via_cli(command: str, rates: list[float], c: float, overhead: float = 0.0) -> dict:
     argv = shlex.split(command) + ["--per-position-acceptance", ",".join(f"{a:.5f}" for a in rates),
                                    "--cost-ratio", f"{c:.5f}", "--max-k", str(len(rates)), "--json"]
+    if overhead:
+        argv += ["--overhead-fraction", f"{overhead:.5f}"]
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -81,22 +83,33 @@ def analyse(rows: list[dict], tune_cmd: str | None) -> dict:
         runs = {r["k"]: r for r in spec if r["alpha"] == alpha}
         k_max = max(runs)
         rates = runs[k_max]["per_position_acceptance"]
+        overhead_k = max(range(0, k_max + 1), key=lambda k: textbook_speedup(rates, k, c_fit, max(overhead, 0.0)))
         if tune_cmd:
             tuned = tune_via_cli(tune_cmd, rates, c)
-            recommended, source = tuned["recommended_k"], "specdraft tune: " + " ".join(tuned["argv"])
+            recommended, source = tuned["recommended_k"], "python -m " + " ".join(tuned["argv"][2:])
+            tuned_o = tune_via_cli(tune_cmd, rates, c_fit, max(overhead, 0.0))
+            overhead_k = tuned_o["recommended_k"]
+            overhead_source = "python -m " + " ".join(tuned_o["argv"][2:])
         else:
             recommended = max(range(0, k_max + 1), key=lambda k: textbook_speedup(rates, k, c))
             recommended = recommended if textbook_speedup(rates, recommended, c) > 1.0 else 0
             source = "S(K) = E(K)/(K*c+1) computed in analyze.py (specdraft tune was not available)"
+            overhead_source = "computed in analyze.py"
         table = []
         for k in range(0, k_max + 1):
             r = runs.get(k)
             measured = (r["decode_tok_s"] / target["decode_tok_s"]) if r else (1.0 if k == 0 else None)
             predicted = textbook_speedup(rates, k, c)
-            with_overhead = textbook_speedup(rates, k, c_fit, overhead)
+            with_overhead = textbook_speedup(rates, k, c_fit, max(overhead, 0.0))
+            best_rep = (max(r["decode_tok_s_per_rep"]) / target["decode_tok_s"]) if r else (1.0 if k == 0 else None)
+            worst_rep = (min(r["decode_tok_s_per_rep"]) / target["decode_tok_s"]) if r else (1.0 if k == 0 else None)
             table.append({
                 "k": k, "decode_tok_s": r["decode_tok_s"] if r else (target["decode_tok_s"] if k == 0 else None),
                 "measured_speedup": None if measured is None else round(measured, 4),
+                "best_rep_speedup": None if best_rep is None else round(best_rep, 4),
+                "worst_rep_speedup": None if worst_rep is None else round(worst_rep, 4),
+                "reps": r["reps"] if r else None,
+                "step_ms_per_rep": r.get("step_ms_per_rep") if r else None,
                 "predicted_speedup": round(predicted, 4),
                 "prediction_error": None if not measured else round(predicted / measured - 1, 4),
                 "overhead_model_speedup": round(with_overhead, 4),
@@ -118,22 +131,26 @@ def analyse(rows: list[dict], tune_cmd: str | None) -> dict:
             "best_measured_k": best["k"], "best_measured_speedup": best["measured_speedup"],
             "shortfall_vs_best": None if gap is None else round(gap, 4),
             "within_5_percent_of_best": None if gap is None else gap <= 0.05,
-            "overhead_model_recommended_k": max(range(0, k_max + 1),
-                                                key=lambda k: textbook_speedup(rates, k, c_fit, overhead)),
+            "overhead_model_recommended_k": overhead_k, "overhead_model_source": overhead_source,
+            "best_rep_k": max((row for row in measured_rows), key=lambda row: row["best_rep_speedup"])["k"],
             "table": table})
     return out
 
 
 def write_csv(analysis: dict, path: str) -> None:
-    fields = ["alpha", "k", "decode_tok_s", "measured_speedup", "predicted_speedup", "prediction_error",
-              "overhead_model_speedup", "overhead_model_error", "expected_tokens_per_step", "mean_acceptance_length",
-              "step_ms"]
+    fields = ["alpha", "k", "reps", "decode_tok_s", "measured_speedup", "worst_rep_speedup", "best_rep_speedup",
+              "predicted_speedup", "prediction_error", "overhead_model_speedup", "overhead_model_error",
+              "expected_tokens_per_step", "mean_acceptance_length", "step_ms"]
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for level in analysis["levels"]:
             for row in level["table"]:
                 w.writerow({"alpha": level["alpha"], **row})
+
+
+def _fmt(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
 
 
 def print_report(a: dict) -> None:
@@ -141,59 +158,79 @@ def print_report(a: dict) -> None:
           f"draft alone {a['draft_tok_s']} tok/s ({a['draft_step_ms']} ms/step), c = {a['cost_ratio_c']}")
     f = a["step_fit"]
     print(f"speculative step = {f['fixed_ms']} ms + {f['per_draft_token_ms']} ms x K  "
-          f"(overhead over a target step: {f['overhead_ms']} ms = {f['overhead_in_target_steps']} target steps)")
+          f"(overhead over a target step: {f['overhead_ms']} ms = {f['overhead_in_target_steps']} target steps; "
+          f"fitted c = {f['c_fitted']})")
     for level in a["levels"]:
-        print(f"\nalpha {level['alpha']}: recommended K = {level['recommended_k']} "
+        print(f"\nalpha {level['alpha']}: tune recommends K = {level['recommended_k']} "
               f"(predicted {level['predicted_speedup_at_recommended']}x, measured "
               f"{level['measured_speedup_at_recommended']}x); best measured K = {level['best_measured_k']} "
               f"({level['best_measured_speedup']}x); shortfall {level['shortfall_vs_best']}, "
-              f"within 5%: {level['within_5_percent_of_best']}")
-        print(" K  tok/s    measured  predicted  error   overhead-model  E(K)   accept-len  step ms")
+              f"within 5%: {level['within_5_percent_of_best']}; overhead-aware tune recommends K = "
+              f"{level['overhead_model_recommended_k']}; best single request at K = {level['best_rep_k']}")
+        print(" K reps  tok/s   speedup (worst..best rep)  tune S(K)  error   overhead-model  E(K)  accept-len  step ms")
         for r in level["table"]:
-            print(f"{r['k']:2d}  {r['decode_tok_s'] or float('nan'):7.2f}  {r['measured_speedup'] or float('nan'):7.3f}"
-                  f"  {r['predicted_speedup']:8.3f}  {r['prediction_error'] if r['prediction_error'] is not None else '':>6}"
-                  f"  {r['overhead_model_speedup']:8.3f}        {r['expected_tokens_per_step'] or '':>6}"
-                  f"  {r['mean_acceptance_length'] or '':>6}  {r['step_ms'] or '':>8}")
+            print(f"{r['k']:2d} {_fmt(r['reps'], '>4')} {_fmt(r['decode_tok_s'], '7.2f')}  {_fmt(r['measured_speedup'], '6.3f')}"
+                  f" ({_fmt(r['worst_rep_speedup'], '.2f')}..{_fmt(r['best_rep_speedup'], '.2f')})"
+                  f"        {r['predicted_speedup']:6.3f}  {_fmt(r['prediction_error'], '+.0%'):>6}"
+                  f"  {r['overhead_model_speedup']:6.3f}        {_fmt(r['expected_tokens_per_step'], '5.2f')}"
+                  f"  {_fmt(r['mean_acceptance_length'], '5.2f')}      {_fmt(r['step_ms'], '6.1f')}")
 
 
-def plot(a: dict, path: str) -> None:
+def plot(a: dict, path: str, repeat: dict | None = None) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.5))
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
     for level, color in zip(a["levels"], colors):
         ks = [r["k"] for r in level["table"]]
-        meas = [(r["k"], r["measured_speedup"]) for r in level["table"] if r["measured_speedup"] is not None]
-        ax1.plot([k for k, _ in meas], [s for _, s in meas], "o-", color=color,
-                 label=f"measured, alpha={level['alpha']}")
+        meas = [r for r in level["table"] if r["measured_speedup"] is not None]
+        ax1.errorbar([r["k"] for r in meas], [r["measured_speedup"] for r in meas],
+                     yerr=[[r["measured_speedup"] - r["worst_rep_speedup"] for r in meas],
+                           [r["best_rep_speedup"] - r["measured_speedup"] for r in meas]],
+                     fmt="o-", color=color, capsize=3,
+                     label=f"measured (median, bars: worst..best request), alpha={level['alpha']}")
         ax1.plot(ks, [r["predicted_speedup"] for r in level["table"]], "--", color=color,
                  label=f"tune S(K)=E(K)/(Kc+1), alpha={level['alpha']}")
         ax1.plot(ks, [r["overhead_model_speedup"] for r in level["table"]], ":", color=color,
-                 label=f"with fitted per-step overhead, alpha={level['alpha']}")
+                 label=f"fitted step cost, alpha={level['alpha']}")
         rec = level["recommended_k"]
         rec_row = next(r for r in level["table"] if r["k"] == rec)
         if rec_row["measured_speedup"] is not None:
-            ax1.plot([rec], [rec_row["measured_speedup"]], "*", ms=16, color=color, mec="black")
+            ax1.plot([rec], [rec_row["measured_speedup"]], "*", ms=18, color=color, mec="black", zorder=5)
+    if repeat:
+        for level, color in zip(repeat["levels"], colors):
+            rows = [r for r in level["table"] if r["k"] > 0 and r["measured_speedup"] is not None]
+            ax1.plot([r["k"] + 0.12 for r in rows], [r["measured_speedup"] for r in rows], "s", mfc="none",
+                     color=color, ms=8, label=f"repeat run, 8 requests, alpha={level['alpha']}")
     ax1.axhline(1.0, color="gray", lw=0.8)
     ax1.set_xlabel("num_speculative_tokens K (0 = no speculation)")
     ax1.set_ylabel("decode speedup over the target alone")
-    ax1.set_title("Speedup vs K (star: K recommended by tune)")
-    ax1.legend(fontsize=7)
+    ax1.set_title("Speedup vs K (star: K recommended by specdraft tune)")
+    ax1.legend(fontsize=6.5, loc="lower left", ncol=2)
+    ax1.set_ylim(0.35, 2.25)
     ax1.grid(alpha=0.3)
     f = a["step_fit"]
     for level, color in zip(a["levels"], colors):
         pts = [(r["k"], r["step_ms"]) for r in level["table"] if r["step_ms"] is not None and r["k"] > 0]
-        ax2.plot([k for k, _ in pts], [s for _, s in pts], "o", color=color, label=f"measured, alpha={level['alpha']}")
+        ax2.plot([k for k, _ in pts], [s for _, s in pts], "o", color=color,
+                 label=f"measured (median request), alpha={level['alpha']}")
+    if repeat:
+        for level, color in zip(repeat["levels"], colors):
+            for r in level["table"]:
+                if r["k"] > 0 and r["step_ms_per_rep"]:
+                    ax2.plot([r["k"] + 0.12] * len(r["step_ms_per_rep"]), r["step_ms_per_rep"], "_", color=color,
+                             ms=10)
+        ax2.plot([], [], "_", color="gray", ms=10, label="repeat run: each request")
     ks = list(range(0, 9))
     ax2.plot(ks, [f["fixed_ms"] + f["per_draft_token_ms"] * k for k in ks], "k-",
              label=f"fit: {f['fixed_ms']:.1f} + {f['per_draft_token_ms']:.2f} K ms")
     ax2.plot(ks, [a["target_step_ms"] + a["draft_step_ms"] * k for k in ks], "k--",
-             label=f"target step + K x draft step ({a['target_step_ms']:.1f} + {a['draft_step_ms']:.2f} K ms)")
+             label=f"target step + K x draft step, each alone ({a['target_step_ms']:.1f} + {a['draft_step_ms']:.2f} K)")
     ax2.set_xlabel("K")
     ax2.set_ylabel("ms per speculative step")
     ax2.set_title("Cost of one speculative step")
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=7.5, loc="upper left")
     ax2.grid(alpha=0.3)
     fig.suptitle(f"Gemma-4-31B-shaped target + E2B-shaped draft (dummy weights, bf16), vLLM {a['vllm']} draft_model, "
                  f"forced acceptance, {a['gpu']}", fontsize=10)
@@ -207,15 +244,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("outdir")
     p.add_argument("--tune", default=None, help='command that runs tune, e.g. "python -m specdraft tune"')
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--repeat", default=None, help="a second results file (same K, more requests) to overlay")
     args = p.parse_args(argv)
     analysis = analyse(load(args.results), args.tune)
+    repeat = analyse(load(args.repeat), args.tune) if args.repeat else None
+    if repeat:
+        analysis["repeat_run"] = repeat
     os.makedirs(args.outdir, exist_ok=True)
     with open(os.path.join(args.outdir, "analysis.json"), "w") as f:
         json.dump(analysis, f, indent=1)
     write_csv(analysis, os.path.join(args.outdir, "sweep.csv"))
     print_report(analysis)
+    if repeat:
+        print("\n=== repeat run ===")
+        print_report(repeat)
     if not args.no_plot:
-        plot(analysis, os.path.join(args.outdir, "speedup_vs_k.png"))
+        plot(analysis, os.path.join(args.outdir, "speedup_vs_k.png"), repeat)
     return 0
 
 

@@ -51,7 +51,8 @@ ensure_patched() {
 
 run_sweep() {  # TAG LIMIT_S ARGS...
   local tag=$1 limit=$2; shift 2
-  timeout -k 10 "$limit" "$PY" "$TOOLS/sweep.py" --tag "$tag" --out "$R" "$@" > "$S/logs/$tag.log" 2>&1
+  # SWEEP_ARGS (optional) goes to every engine run, e.g. "--reps 8 --warmup-full"
+  timeout -k 10 "$limit" "$PY" "$TOOLS/sweep.py" --tag "$tag" --out "$R" ${SWEEP_ARGS:-} "$@" > "$S/logs/$tag.log" 2>&1
 }
 
 for job in "$@"; do

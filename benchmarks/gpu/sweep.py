@@ -52,6 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--eager", action="store_true", help="enforce_eager (no torch.compile, no CUDA graphs)")
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup-full", action="store_true",
+                   help="one untimed full-length request per acceptance level before measuring")
     p.add_argument("--expect-error", default=None, help="the run is a failure demo: record whether this text appears")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
@@ -178,11 +180,23 @@ def main(argv: list[str]) -> int:
                            rates_conditional_in_sampler=[round(r, 6) for r in set_acceptance(llm, rates)],
                            expected_tokens_per_step=round(1 + sum(rates), 4))
             timed_generate(16)
+            if args.warmup_full:
+                rec["warmup_s"] = round(timed_generate(args.new_tokens), 4)
             t1s = [timed_generate(1) for _ in range(3)]
+            t1 = statistics.median(t1s)
             before = spec_counters(llm)
-            tns = [timed_generate(args.new_tokens) for _ in range(args.reps)]
+            tns, rep_steps = [], []
+            for _ in range(args.reps):  # counters per request: the spread of steps and of step time, rep by rep
+                c0 = spec_counters(llm)
+                tns.append(timed_generate(args.new_tokens))
+                d = counter_delta(c0, spec_counters(llm))
+                rep_steps.append(next((v for n, v in d.items() if n.endswith("num_drafts")
+                                       or n.endswith("num_drafts_total")), 0))
             after = spec_counters(llm)
-            t1, tn = statistics.median(t1s), statistics.median(tns)
+            tn = statistics.median(tns)
+            if any(rep_steps):
+                rec["steps_per_rep"] = rep_steps
+                rec["step_ms_per_rep"] = [round(1000 * (x - t1) / n, 3) for x, n in zip(tns, rep_steps)]
             rec.update(t1_s=[round(x, 5) for x in t1s], tn_s=[round(x, 4) for x in tns],
                        ttft_s=round(t1, 5),
                        decode_tok_s=round((args.new_tokens - 1) / (tn - t1), 3),

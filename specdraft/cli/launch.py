@@ -50,7 +50,10 @@ def register(subparsers, name: str, help_text: str) -> None:
     run = parser.add_argument_group("running")
     run.add_argument("--hotfixes", choices=["apply", "check", "skip"], default="apply",
                      help="apply pending KV-sharing hotfixes before serving, only check them, or skip (default: apply)")
-    run.add_argument("--python", metavar="EXE", help="interpreter whose vLLM serves (default: the one behind `vllm`)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--python", metavar="EXE", help="interpreter whose vLLM serves (default: the one behind `vllm`)")
+    where.add_argument("--vllm-root", metavar="DIR",
+                       help="plan against the vLLM package in DIR (site-packages, unpacked wheel) instead")
     run.add_argument("--dry-run", action="store_true", help="print the preflight report and exit")
     run.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
     run.add_argument("--print", action="store_true", dest="print_command",
@@ -77,7 +80,7 @@ def _request(args: argparse.Namespace):
         tensor_parallel_size=args.tensor_parallel_size, draft_tensor_parallel_size=args.draft_tensor_parallel_size,
         quantization=args.quantization, draft_quantization=args.draft_quantization, chat_template=args.chat_template,
         allow_leaky_template=args.allow_leaky_template, enable_thinking=args.enable_thinking,
-        hotfixes=args.hotfixes, python=args.python, extra_args=list(args.extra),
+        hotfixes=args.hotfixes, python=args.python, vllm_root=args.vllm_root, extra_args=list(args.extra),
     )
     try:
         return LaunchRequest(**fields)

@@ -101,11 +101,14 @@ class MemoryPlan(BaseModel):
     total_bytes: int
     gpu_memory_utilization: float
     budget_bytes: int
+    """``gpu_memory_utilization`` x ``total_bytes``: what vLLM may use."""
     target_weight_bytes: int
+    """Per GPU (divided by the tensor-parallel size); 0 when unknown."""
     draft_weight_bytes: int
     runtime_reserve_bytes: int
     kv_cache_dtype: str
     hybrid_kv_cache_manager: bool
+    """False when ``--disable-hybrid-kv-cache-manager`` is set: sliding layers then hold every token."""
     max_num_seqs: int
     kv_budget_bytes: int
     """What is left for the KV cache of both models."""

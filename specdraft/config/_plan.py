@@ -61,7 +61,9 @@ class LaunchRequest(BaseModel):
     draft_quantization: str | None = None
     """Draft ``quantization``; unset means what the checkpoint declares."""
     revision: str | None = None
+    """Hub revision of the target (branch, tag or commit)."""
     draft_revision: str | None = None
+    """Hub revision of the draft."""
     chat_template: Path | None = None
     """A chat template to pass instead of specdraft's own."""
     allow_leaky_template: bool = False
@@ -84,14 +86,23 @@ class LaunchPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     request: LaunchRequest
+    """What was asked for."""
     serve: ServePlan
+    """The ``vllm serve`` command, every flag with its reason."""
     speculative: SpeculativeConfig
+    """The object passed as ``--speculative-config``."""
     findings: list[Finding]
+    """Every check's verdict, in report order; an ``error`` blocks the launch."""
     memory: MemoryPlan | None
+    """Weights and KV cache against the profile's GPU."""
     target: dict
+    """Digest of the target checkpoint (``Checkpoint.summary``)."""
     draft: dict
+    """Digest of the draft checkpoint."""
     vllm: dict
+    """The serving vLLM: python, version, distribution, package root, hotfix statuses."""
     template: dict
+    """The chat template passed: path, its variant, the variant the target needs."""
 
     @property
     def argv(self) -> list[str]:
@@ -156,7 +167,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
                                          detail=r.detail or "") for r in status(install))
     except UserError as err:
-        where = "" if python or vllm_root else " (no `vllm` on PATH, no --python)"
+        where = "" if python or vllm_root else "; no `vllm` on PATH and no --python given"
         note = hotfix_note = err.message + where
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)

@@ -111,3 +111,16 @@ def test_bad_value_names_the_field(specdraft_cli):
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == ("specdraft: error: launch: gpu_memory_utilization: Input should be less "
                                            "than or equal to 1 (got 1.5)")
+
+
+def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
+    from specdraft.patching.release_trees import release_tree
+
+    tree = release_tree("0.19.0", progress=lambda line: None)
+    plan = json.loads(specdraft_cli("launch", "--target", "nvidia/Gemma-4-31B-IT-NVFP4", "--draft", DRAFT,
+                                    "--vllm-root", str(tree), "--dry-run", "--json").stdout)
+    assert plan["vllm"]["version"] == "0.19.0"
+    assert "--language-model-only" in plan["argv"]
+    by_check = {f["check"]: f for f in plan["findings"]}
+    assert by_check["serve-flags"]["message"] == "every flag is defined by vLLM 0.19.0"
+    assert by_check["hotfixes"]["message"].endswith("pending ones are applied before serving")

