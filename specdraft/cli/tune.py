@@ -1,10 +1,13 @@
 """``specdraft tune``: recommend num_speculative_tokens from measured acceptance and step costs.
 
-Acceptance comes from a bench result (``--from-bench``) or is given (``--per-position-acceptance``, vLLM's
-unconditional rates). The cost ratio c (draft step / target step) is given (``--cost-ratio``), measured
-(``--step-times DRAFT_ONLY.json TARGET_ONLY.json``: bench runs of each model served alone) or estimated from
-bytes read per token (``--shapes TARGET DRAFT``: repo ids, checkpoint directories or config.json files). An optional per-step overhead o is given in
-ms or as a fraction of a target step, or measured (``--measure-overhead``).
+Predicted speedup S(K) = E(K) / (1 + K*c + o), E(K) = 1 + a_1 + ... + a_K.
+Acceptance a_i: from a bench result (--from-bench) or given (--per-position-acceptance, vLLM's
+unconditional per-position rates).
+Cost ratio c (draft step / target step): given (--cost-ratio); measured (--step-times: bench runs of
+the draft and the target each served alone); fitted with o to speculative runs at several K
+(--fit-steps); or estimated from bytes read per token (--shapes: repo ids, checkpoint dirs or
+config.json files; a lower bound).
+Per-step overhead o (in target steps, default 0): --overhead-fraction, --overhead-ms, --measure-overhead.
 """
 
 from __future__ import annotations
