@@ -9,7 +9,8 @@ Model (Leviathan et al. 2023, with vLLM's per-position counters):
   ``E(K)`` is vLLM's "mean acceptance length" for a run with ``num_speculative_tokens = K``.
 - One speculative step costs one target step plus K draft steps plus a fixed overhead, in units of a
   target step: ``1 + K*c + o``. ``c`` = draft step time / target step time, ``o`` = per-step overhead
-  (scheduling, rejection sampling, syncs) / target step time; ``o = 0`` is the textbook model.
+  (scheduling, rejection sampling, syncs) / target step time; ``o = 0`` is the textbook model, and a
+  fitted o may come out slightly negative.
 - Predicted speedup over no speculation: ``S(K) = E(K) / (1 + K*c + o)``.
 
 Positions past the last measured one are extrapolated, and every such row says so (see ``Extrapolation``).
