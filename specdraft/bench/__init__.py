@@ -10,10 +10,13 @@
 """
 
 from specdraft.bench._calibration import (
+    StepCostFit,
     acceptance_from_result,
     cost_ratio_from_results,
     measured_speedup,
+    fit_step_costs,
     overhead_from_results,
+    speculative_step_ms,
     step_ms,
 )
 from specdraft.bench._client import Progress, RequestTiming, run_bench, served_models
@@ -47,12 +50,12 @@ from specdraft.bench._tuner import (
 )
 
 __all__ = [
-    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "BenchResult", "DecodeFootprint", "Extrapolation", "KPrediction",
-    "LevelResult", "Progress", "Prompt", "Recommendation", "RequestTiming", "SchedulePoint", "SpecDecodeCounters",
-    "Speedup", "Summary", "acceptance_from_result", "bytes_per_param", "compare", "conditional_acceptance",
-    "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint", "estimate_cost_ratio",
-    "extend_acceptance", "fit_geometric_alpha", "footprint_of", "load_prompts", "load_result", "load_text_config",
-    "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results", "parse_spec_decode_counters",
-    "predict_speedup", "recommend", "recommend_schedule", "run_bench", "served_models", "step_ms",
-    "validate_acceptance",
+    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param", "compare",
+    "conditional_acceptance", "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint",
+    "DecodeFootprint", "estimate_cost_ratio", "extend_acceptance", "Extrapolation", "fit_geometric_alpha",
+    "fit_step_costs", "footprint_of", "KPrediction", "LevelResult", "load_prompts", "load_result",
+    "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
+    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule",
+    "Recommendation", "RequestTiming", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
+    "speculative_step_ms", "Speedup", "step_ms", "StepCostFit", "Summary", "validate_acceptance",
 ]

@@ -8,6 +8,9 @@ time per decoded token, 1000 / decode tok/s, is the step time).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from specdraft.bench._cost import cost_ratio_from_step_times
 from specdraft.bench._results import BenchResult, LevelResult
 from specdraft.bench._tuner import measured_overhead
@@ -80,14 +83,73 @@ def measured_speedup(speculative: BenchResult, target_only: BenchResult | None =
                      concurrency: int | None = None) -> tuple[int, float] | None:
     """(K the server ran, its measured decode speedup over the target alone), or None if nothing to compare with.
 
-    The baseline is the one ``bench --compare`` embedded in the result, else ``target_only``; both must
-    have run the same workload at the chosen concurrency (default: the lowest).
+    The baseline is ``target_only`` when given (the run c and o were calibrated on), else the one
+    ``bench --compare`` embedded in the result; it must have run the same workload at the chosen
+    concurrency (default: the lowest).
     """
     level = _level(speculative, concurrency, "speculative")
     if level.spec_decode is None or not level.decode_tok_s:
         return None
-    baseline = speculative.baseline or target_only
+    baseline = target_only or speculative.baseline
     base_level = baseline.level(level.concurrency) if baseline is not None else None
     if base_level is None or not base_level.decode_tok_s:
         return None
     return level.spec_decode.num_speculative_tokens, level.decode_tok_s / base_level.decode_tok_s
+
+
+@dataclass(frozen=True)
+class StepCostFit:
+    """A speculative step's time as ``fixed_ms + K * per_draft_token_ms``, fitted over runs at several K.
+
+    In target steps this is the tuner's model: ``c = per_draft_token_ms / target_step_ms`` and
+    ``o = (fixed_ms - target_step_ms) / target_step_ms``. Unlike a draft-only step time, the fitted c
+    holds everything that grows with K (draft steps inside the speculative loop, a longer verification).
+    """
+
+    cost_ratio: float
+    overhead: float
+    fixed_ms: float
+    per_draft_token_ms: float
+    target_step_ms: float
+    points: tuple[tuple[int, float], ...]
+    """(K, measured speculative step ms) the line was fitted to."""
+    max_residual_ms: float
+
+
+def speculative_step_ms(result: BenchResult, concurrency: int | None = None) -> tuple[int, float]:
+    """(K, ms per speculative step) of a speculative run: mean acceptance length tokens per step."""
+    level = _level(result, concurrency, "speculative")
+    counters = level.spec_decode
+    if counters is None or counters.mean_acceptance_length is None or not level.decode_tok_s:
+        raise UserError(f"the result for {result.base_url} has no speculative steps to time",
+                        hint="bench a speculative server (--speculative-config) with a workload it drafts for")
+    return counters.num_speculative_tokens, counters.mean_acceptance_length * 1000.0 / level.decode_tok_s
+
+
+def fit_step_costs(points: Sequence[tuple[int, float]], target_step_ms: float) -> StepCostFit:
+    """Least-squares line through (K, speculative step ms); needs runs at two or more different K."""
+    if len({k for k, _ in points}) < 2:
+        raise UserError("fitting step costs needs speculative runs at two or more different K",
+                        hint="bench the server at another num_speculative_tokens (same workload) and add that result")
+    if not target_step_ms > 0:
+        raise UserError(f"target step time must be > 0 ms, got {target_step_ms}")
+    n = len(points)
+    mean_k = sum(k for k, _ in points) / n
+    mean_t = sum(t for _, t in points) / n
+    slope = (sum((k - mean_k) * (t - mean_t) for k, t in points)
+             / sum((k - mean_k) ** 2 for k, _ in points))
+    intercept = mean_t - slope * mean_k
+    if slope < 0:
+        raise UserError(f"the fit gives a negative cost per draft token ({slope:.2f} ms): longer drafts ran faster "
+                        f"per step, so noise dominates the runs {sorted(points)}",
+                        hint="bench longer (--max-tokens, --requests) or add runs at more K")
+    residual = max(abs(t - (intercept + slope * k)) for k, t in points)
+    return StepCostFit(
+        cost_ratio=slope / target_step_ms,
+        overhead=(intercept - target_step_ms) / target_step_ms,
+        fixed_ms=intercept,
+        per_draft_token_ms=slope,
+        target_step_ms=target_step_ms,
+        points=tuple(sorted(points)),
+        max_residual_ms=residual,
+    )

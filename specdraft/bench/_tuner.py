@@ -9,7 +9,8 @@ Model (Leviathan et al. 2023, with vLLM's per-position counters):
   ``E(K)`` is vLLM's "mean acceptance length" for a run with ``num_speculative_tokens = K``.
 - One speculative step costs one target step plus K draft steps plus a fixed overhead, in units of a
   target step: ``1 + K*c + o``. ``c`` = draft step time / target step time, ``o`` = per-step overhead
-  (scheduling, rejection sampling, syncs) / target step time; ``o = 0`` is the textbook model.
+  (scheduling, rejection sampling, syncs) / target step time; ``o = 0`` is the textbook model, and a
+  fitted o may come out slightly negative.
 - Predicted speedup over no speculation: ``S(K) = E(K) / (1 + K*c + o)``.
 
 Positions past the last measured one are extrapolated, and every such row says so (see ``Extrapolation``).
@@ -187,8 +188,10 @@ def predict_speedup(per_position: Sequence[float], k: int, cost_ratio: float, ov
 def _check_costs(cost_ratio: float, overhead: float) -> None:
     if not (cost_ratio >= 0) or math.isinf(cost_ratio):
         raise UserError(f"cost ratio c = {cost_ratio} must be a finite number >= 0 (draft step / target step)")
-    if not (overhead >= 0) or math.isinf(overhead):
-        raise UserError(f"per-step overhead o = {overhead} must be a finite number >= 0 (in target steps)")
+    # A fitted o can be slightly negative (verifying K + 1 tokens cost less than the fit's intercept says);
+    # a step must still cost something.
+    if not (overhead > -1) or math.isinf(overhead):
+        raise UserError(f"per-step overhead o = {overhead} must be a finite number > -1 (in target steps)")
 
 
 def recommend(

@@ -34,7 +34,8 @@ def register(subparsers, name: str, help_text: str) -> None:
     parser.add_argument("--base-url", help="the server to bench, e.g. http://localhost:8000")
     parser.add_argument("--model", help="model name as the server serves it (see its /v1/models)")
     parser.add_argument("--prompts", type=Path, metavar="FILE.jsonl",
-                        help='one {"prompt": "..."} or {"messages": [...]} per line (default: a built-in set)')
+                        help='one {"prompt": "..."}, {"prompt": [token ids]} or {"messages": [...]} per line '
+                             "(default: a built-in set)")
     parser.add_argument("--concurrency", type=_int_list, default=[1], metavar="N[,N...]",
                         help="requests in flight, one level after another (default 1)")
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N",

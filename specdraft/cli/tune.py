@@ -1,10 +1,13 @@
 """``specdraft tune``: recommend num_speculative_tokens from measured acceptance and step costs.
 
-Acceptance comes from a bench result (``--from-bench``) or is given (``--per-position-acceptance``, vLLM's
-unconditional rates). The cost ratio c (draft step / target step) is given (``--cost-ratio``), measured
-(``--step-times DRAFT_ONLY.json TARGET_ONLY.json``: bench runs of each model served alone) or estimated from
-bytes read per token (``--shapes TARGET DRAFT``: repo ids, checkpoint directories or config.json files). An optional per-step overhead o is given in
-ms or as a fraction of a target step, or measured (``--measure-overhead``).
+Predicted speedup S(K) = E(K) / (1 + K*c + o), E(K) = 1 + a_1 + ... + a_K.
+Acceptance a_i: from a bench result (--from-bench) or given (--per-position-acceptance, vLLM's
+unconditional per-position rates).
+Cost ratio c (draft step / target step): given (--cost-ratio); measured (--step-times: bench runs of
+the draft and the target each served alone); fitted with o to speculative runs at several K
+(--fit-steps); or estimated from bytes read per token (--shapes: repo ids, checkpoint dirs or
+config.json files; a lower bound).
+Per-step overhead o (in target steps, default 0): --overhead-fraction, --overhead-ms, --measure-overhead.
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ from specdraft.bench import (
     acceptance_from_result,
     cost_ratio_from_results,
     estimate_cost_ratio,
-    measured_speedup,
+    fit_step_costs,
     footprint_of,
     load_result,
+    measured_speedup,
     overhead_fraction,
     overhead_from_results,
     recommend,
     recommend_schedule,
+    speculative_step_ms,
     step_ms,
     validate_acceptance,
 )
@@ -64,6 +69,9 @@ def register(subparsers, name: str, help_text: str) -> None:
     cost.add_argument("--cost-ratio", metavar="C", type=float, help="draft step time / target step time")
     cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"), type=Path,
                       help="bench results of the draft and the target each served alone (same workload)")
+    cost.add_argument("--fit-steps", nargs="+", metavar="SPEC_RUN.json", type=Path,
+                      help="fit c and the per-step overhead to speculative runs at two or more K (same workload); "
+                           "needs the target's step time (--target-bench or --target-step-ms)")
     cost.add_argument("--shapes", nargs=2, metavar=("TARGET", "DRAFT"),
                       help="estimate c from bytes read per token (a lower bound); each a repo id such as "
                            "google/gemma-4-31B-it, a checkpoint directory or a config.json")
@@ -80,7 +88,10 @@ def register(subparsers, name: str, help_text: str) -> None:
                           help="fixed cost per speculative step in ms (needs --target-step-ms or --step-times)")
     overhead.add_argument("--measure-overhead", action="store_true",
                           help="derive the overhead from --from-bench and --step-times (same workload)")
-    parser.add_argument("--target-step-ms", type=float, metavar="MS", help="target decode step time, for --overhead-ms")
+    parser.add_argument("--target-step-ms", type=float, metavar="MS",
+                        help="target decode step time, for --overhead-ms and --fit-steps")
+    parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
+                        help="bench result of the target served alone: its step time, for --overhead-ms and --fit-steps")
     parser.add_argument("--concurrency", type=int, metavar="N",
                         help="use the bench results at this concurrency (default: acceptance pooled over all "
                              "levels, step times at the lowest)")
@@ -95,6 +106,8 @@ def register(subparsers, name: str, help_text: str) -> None:
 
 
 def _inputs(args) -> _Inputs:
+    if args.fit_steps and (args.overhead_fraction is not None or args.overhead_ms is not None or args.measure_overhead):
+        raise UserError("--fit-steps fits the per-step overhead itself; drop the --overhead option")
     result = load_result(args.from_bench) if args.from_bench else None
     if result is not None:
         acceptance = acceptance_from_result(result, args.concurrency)
@@ -104,9 +117,18 @@ def _inputs(args) -> _Inputs:
         acceptance = validate_acceptance(args.per_position_acceptance)
         acceptance_source = "given"
 
-    draft_only = target_only = None
+    draft_only = None
+    target_only = load_result(args.target_bench) if args.target_bench else None
+    fitted_overhead = None
     if args.cost_ratio is not None:
         cost_ratio, cost_source = args.cost_ratio, "given"
+    elif args.fit_steps:
+        fit = fit_step_costs([speculative_step_ms(load_result(path), args.concurrency) for path in args.fit_steps],
+                             _target_step_ms(args, target_only, "--fit-steps"))
+        cost_ratio, fitted_overhead = fit.cost_ratio, fit.overhead
+        cost_source = (f"fitted: a speculative step takes {fit.fixed_ms:.2f} ms + K x {fit.per_draft_token_ms:.2f} ms "
+                       f"over runs at K = {', '.join(str(k) for k, _ in fit.points)} (largest residual "
+                       f"{fit.max_residual_ms:.2f} ms), per {fit.target_step_ms:.2f} ms target step")
     elif args.step_times:
         draft_only, target_only = load_result(args.step_times[0]), load_result(args.step_times[1])
         cost_ratio = cost_ratio_from_results(draft_only, target_only, args.concurrency)
@@ -124,16 +146,12 @@ def _inputs(args) -> _Inputs:
                         hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
                              "or --shapes TARGET DRAFT")
 
-    if args.overhead_fraction is not None:
+    if fitted_overhead is not None:
+        overhead, overhead_source = fitted_overhead, "fitted with c (the intercept beyond one target step)"
+    elif args.overhead_fraction is not None:
         overhead, overhead_source = args.overhead_fraction, "given"
     elif args.overhead_ms is not None:
-        if args.target_step_ms is not None:
-            target_ms = args.target_step_ms
-        elif target_only is not None:
-            target_ms = step_ms(target_only, args.concurrency, "target-only")
-        else:
-            raise UserError("--overhead-ms needs the target's step time to compare against",
-                            hint="add --target-step-ms MS, or --step-times DRAFT_ONLY.json TARGET_ONLY.json")
+        target_ms = _target_step_ms(args, target_only, "--overhead-ms")
         overhead = overhead_fraction(args.overhead_ms, target_ms)
         overhead_source = f"given: {args.overhead_ms} ms per step over a {target_ms:.2f} ms target step"
     elif args.measure_overhead:
@@ -147,6 +165,16 @@ def _inputs(args) -> _Inputs:
         overhead, overhead_source = 0.0, "none modelled"
     measured = measured_speedup(result, target_only, args.concurrency) if result is not None else None
     return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source, measured)
+
+
+def _target_step_ms(args, target_only, needed_by: str) -> float:
+    if args.target_step_ms is not None:
+        return args.target_step_ms
+    if target_only is not None:
+        return step_ms(target_only, args.concurrency, "target-only")
+    raise UserError(f"{needed_by} needs the target's step time to compare against",
+                    hint="add --target-step-ms MS, --target-bench TARGET_ONLY.json, "
+                         "or --step-times DRAFT_ONLY.json TARGET_ONLY.json")
 
 
 def _measured_vs_predicted(rec: Recommendation, measured: tuple[int, float] | None) -> dict | None:

@@ -11,7 +11,10 @@ from specdraft.bench import (
     Summary,
     acceptance_from_result,
     cost_ratio_from_results,
+    fit_step_costs,
     overhead_from_results,
+    predict_speedup,
+    speculative_step_ms,
     step_ms,
 )
 from specdraft.cli import main
@@ -110,3 +113,50 @@ def test_a_schedule_prices_an_overhead_in_ms_against_each_batch_sizes_target_ste
     assert code == 0
     assert data["overhead"] == pytest.approx(31 / (1000 / 56.2))
     assert data["num_speculative_tokens_per_batch_size"] == [[1, 3, 0], [4, 4, 4]]
+
+
+# shared/device/README.md, alpha 0.85 on the H200: K = 2 gave 54.2 tok/s at mean acceptance length 2.53,
+# K = 4 gave 71.3 tok/s at 3.43; the target alone 56.2 tok/s.
+SPEC_K2 = result("spec-k2", {1: 54.2}, {1: SpecDecodeCounters(100, 200, 153, (85, 68))})
+SPEC_K4 = result("spec-k4", {1: 71.3}, {1: H200_SPEC})
+
+
+def test_a_speculative_step_lasts_mean_acceptance_length_tokens():
+    assert speculative_step_ms(SPEC_K4) == (4, pytest.approx(3.43 * 1000 / 71.3))
+
+
+def test_fitting_two_runs_gives_the_fixed_and_per_token_cost_and_reproduces_both():
+    fit = fit_step_costs([speculative_step_ms(SPEC_K2), speculative_step_ms(SPEC_K4)], 1000 / 56.2)
+    assert fit.per_draft_token_ms == pytest.approx((48.107 - 46.679) / 2, abs=0.01)  # K barely matters...
+    assert fit.fixed_ms == pytest.approx(45.25, abs=0.05)  # ...a fixed ~45 ms step does
+    assert fit.max_residual_ms == pytest.approx(0.0, abs=1e-9)
+    for spec, base, k in ((SPEC_K2, 54.2, 2), (SPEC_K4, 71.3, 4)):
+        rates = acceptance_from_result(spec)
+        assert predict_speedup(rates, k, fit.cost_ratio, fit.overhead) == pytest.approx(base / 56.2, rel=1e-3)
+
+
+def test_a_fit_needs_two_different_k():
+    with pytest.raises(UserError, match="two or more different K"):
+        fit_step_costs([(4, 48.0), (4, 47.0)], 17.8)
+
+
+def test_tune_fits_steps_from_saved_runs(tmp_path, capsys):
+    paths = {}
+    for name, res in (("k2", SPEC_K2), ("k4", SPEC_K4), ("target", TARGET)):
+        paths[name] = tmp_path / f"{name}.json"
+        res.save(paths[name])
+    code = main(["tune", "--from-bench", str(paths["k4"]), "--fit-steps", str(paths["k2"]), str(paths["k4"]),
+                 "--target-bench", str(paths["target"]), "--max-k", "4", "--no-extrapolation", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["sources"]["cost_ratio"].startswith("fitted: a speculative step takes 45.2")
+    assert data["measured"]["prediction_error"] == pytest.approx(0.0, abs=1e-3)
+    assert data["recommended_k"] == 4
+
+
+def test_fit_steps_refuses_a_second_overhead(tmp_path, capsys):
+    path = tmp_path / "k4.json"
+    SPEC_K4.save(path)
+    code = main(["tune", "--from-bench", str(path), "--fit-steps", str(path), str(path), "--target-step-ms", "17.8",
+                 "--overhead-fraction", "0.5"])
+    assert code == 2 and "fits the per-step overhead itself" in capsys.readouterr().err

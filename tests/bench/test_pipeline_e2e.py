@@ -43,7 +43,7 @@ def spec_counters(base_url: str) -> dict[str, float]:
 def runs(tmp_path_factory):
     """Bench results written by the CLI, plus the counters the test scraped itself around the speculative run."""
     out = tmp_path_factory.mktemp("bench")
-    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft", "chat", "ids")}
+    paths = {name: out / f"{name}.json" for name in ("spec", "target", "draft", "chat", "ids", "spec_k2")}
     id_prompts = out / "ids.jsonl"
     id_prompts.write_text('{"prompt": [2, 300, 301, 302, 300, 301]}\n{"prompt": [2, 40, 41]}\n')
     chat_prompts = out / "chat.jsonl"
@@ -72,6 +72,9 @@ def runs(tmp_path_factory):
     with serve_tiny_pair(patched_vllm_cpu_env(), pair=draft_alone, speculative=False) as draft:
         assert main(["bench", "--base-url", draft.base_url, "--model", draft.model, "--concurrency", CONCURRENCY,
                      "--max-tokens", MAX_TOKENS, "--requests", REQUESTS, "--out", str(paths["draft"])]) == 0
+    with serve_tiny_pair(pair=pair, num_speculative_tokens=2) as spec_k2:
+        assert main(["bench", "--base-url", spec_k2.base_url, "--model", spec_k2.model, "--concurrency", CONCURRENCY,
+                     "--max-tokens", MAX_TOKENS, "--requests", REQUESTS, "--out", str(paths["spec_k2"])]) == 0
     record["results"] = {name: json.loads(path.read_text()) for name, path in paths.items()}
     return record
 
@@ -161,9 +164,10 @@ def test_tune_recommends_from_the_measured_acceptance_and_step_times(runs, capsy
     assert [row["extrapolated"] for row in data["table"]] == [i > k for i in range(1, 9)]
     best = max(data["table"], key=lambda row: row["predicted_speedup"])
     assert data["recommended_k"] == (best["k"] if best["predicted_speedup"] > 1 else 0)
-    # the spec run embeds its --compare baseline: the measured speedup at the server's K sits beside the prediction
+    # the measured speedup at the server's K sits beside the prediction, over the target run tune was given
     assert data["measured"]["k"] == k
-    assert data["measured"]["measured_speedup"] == pytest.approx(spec["speedups"][0]["decode_tok_s"], rel=1e-3)
+    assert data["measured"]["measured_speedup"] == pytest.approx(
+        spec["levels"][0]["decode_tok_s"] / target["levels"][0]["decode_tok_s"], rel=1e-3)
 
 
 def test_tune_measures_the_per_step_overhead_and_a_schedule_per_concurrency(runs, capsys):
@@ -176,3 +180,18 @@ def test_tune_measures_the_per_step_overhead_and_a_schedule_per_concurrency(runs
     schedule = data["num_speculative_tokens_per_batch_size"]
     assert schedule[0][0] == 1 and schedule[-1][1] == 2
     assert all(0 <= k <= 8 for _, _, k in schedule)
+
+
+def test_tune_fits_c_and_the_overhead_to_runs_at_two_k(runs, capsys):
+    paths = runs["paths"]
+    assert main(["tune", "--from-bench", str(paths["spec"]), "--fit-steps", str(paths["spec_k2"]), str(paths["spec"]),
+                 "--target-bench", str(paths["target"]), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert runs["results"]["spec_k2"]["spec_decode"]["num_speculative_tokens"] == 2
+    assert data["sources"]["cost_ratio"].startswith("fitted: a speculative step takes")
+    assert "K = 2, 4" in data["sources"]["cost_ratio"]
+    assert data["cost_ratio"] >= 0 and data["overhead"] > -1
+    # fitted on this very run (with a line through two points), the model reproduces its measured speedup
+    pooled, first = runs["results"]["spec"]["spec_decode"], runs["results"]["spec"]["levels"][0]["spec_decode"]
+    same_e = pooled["mean_acceptance_length"] / first["mean_acceptance_length"]
+    assert data["measured"]["predicted_speedup"] == pytest.approx(data["measured"]["measured_speedup"] * same_e, rel=0.01)
