@@ -12,7 +12,7 @@ from specdraft.errors import RefusedError, UserError
 from specdraft.quantization import check_quantization, read_quantization
 from specdraft.quantization.quantize import plan_quantization, quantize_draft
 
-from tiny_gemma4 import build_tiny_multimodal, save_tiny, tiny_text_config
+from .tiny_gemma4 import build_tiny_multimodal, save_tiny, tiny_text_config
 
 pytest.importorskip("modelopt.torch.quantization", reason="the quantize extra (nvidia-modelopt) is not installed")
 
