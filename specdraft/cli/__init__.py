@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specdraft: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`specdraft tune | head -1`): not a bug; silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OK)
     except Exception:
         _report_internal_error()
         return int(ExitCode.INTERNAL)

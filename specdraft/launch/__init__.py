@@ -1,10 +1,10 @@
 """Launching a checked plan: preflight report, hotfix step, ``docker run`` rendering, exec of
 ``vllm serve``, and the tiny-pair demo. The plan itself comes from ``specdraft.config``."""
 
-from specdraft.launch._demo import acceptance_counters, run_demo
+from specdraft.launch._demo import run_demo
 from specdraft.launch._docker import docker_argv, docker_command
 from specdraft.launch._preflight import apply_hotfixes, render_report
 from specdraft.launch._serve import exec_serve, serve_command, vllm_executable
 
-__all__ = ["acceptance_counters", "apply_hotfixes", "docker_argv", "docker_command", "exec_serve", "render_report",
+__all__ = ["apply_hotfixes", "docker_argv", "docker_command", "exec_serve", "render_report",
            "run_demo", "serve_command", "vllm_executable"]

@@ -15,25 +15,7 @@ Progress = Callable[[str], None]
 # Flags of the plan that shape the chat output; serve_tiny_pair sets the engine flags itself.
 CHAT_FLAGS = ("--enable-auto-tool-choice", "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
               "--default-chat-template-kwargs", "--chat-template")
-SPEC_COUNTERS = {
-    "drafts": "vllm:spec_decode_num_drafts_total",
-    "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
-    "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
-}
 PROMPT = "In one sentence: why does a small draft model make a large model faster?"
-
-
-def acceptance_counters(metrics_text: str) -> dict[str, float]:
-    """The speculative-decoding counters of a Prometheus ``/metrics`` page, summed over labels."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    totals = {name: 0.0 for name in SPEC_COUNTERS}
-    wanted = {metric: name for name, metric in SPEC_COUNTERS.items()}
-    for family in text_string_to_metric_families(metrics_text):
-        for sample in family.samples:
-            if sample.name in wanted:
-                totals[wanted[sample.name]] += sample.value
-    return totals
 
 
 def _render_checks(plan) -> str:
@@ -46,6 +28,7 @@ def run_demo(progress: Progress = print) -> ExitCode:
     import httpx
     import openai
 
+    from specdraft.bench import parse_spec_decode_counters
     from specdraft.config import LaunchRequest, build_launch_plan
     from specdraft.testbed import build_tiny_pair
     from specdraft.testbed.serve import serve_tiny_pair
@@ -67,13 +50,17 @@ def run_demo(progress: Progress = print) -> ExitCode:
             model=served.model, messages=[{"role": "user", "content": PROMPT}], max_tokens=32, temperature=0)
         metrics = httpx.get(served.base_url.removesuffix("/v1") + "/metrics", timeout=10).text
     choice = reply.choices[0]
-    counters = acceptance_counters(metrics)
-    drafts = counters["drafts"]
+    counters = parse_spec_decode_counters(metrics, served.model)
+    drafts = counters.num_drafts if counters else 0
     print(f"Request : {PROMPT}")
     print(f"Answer  : {choice.message.content!r}  (random tiny weights: the words are noise, the path is real)")
     print(f"Tokens  : {reply.usage.completion_tokens} generated, finish_reason={choice.finish_reason}")
-    print(f"Drafting: {drafts:.0f} drafts, {counters['draft_tokens']:.0f} draft tokens, "
-          f"{counters['accepted_tokens']:.0f} accepted"
-          + (f"; mean acceptance length {1 + counters['accepted_tokens'] / drafts:.2f}" if drafts else ""))
+    if counters is None:
+        print("Drafting: the server exported no speculative-decoding counters")
+    else:
+        print(f"Drafting: {drafts:.0f} drafts, {counters.num_draft_tokens:.0f} draft tokens, "
+              f"{counters.num_accepted_tokens:.0f} accepted"
+              + (f"; mean acceptance length {counters.mean_acceptance_length:.2f}, per position "
+                 + ", ".join(f"{a:.2f}" for a in counters.per_position_acceptance) if drafts else ""))
     print("Server stopped.")
     return ExitCode.OK if drafts > 0 else ExitCode.ATTENTION
