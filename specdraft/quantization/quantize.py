@@ -200,7 +200,14 @@ def quantize_draft(
     seconds["load"] = time.perf_counter() - started
 
     preset_name, expected_algo = SCHEME_PRESETS[plan.scheme]
-    quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions)
+    # An all-zero weight has amax 0, so ModelOpt's block scales come out 0/0 = NaN (vLLM then warns about
+    # negative scales and runs on garbage); such a layer gains nothing from quantization: keep it BF16.
+    zero_weight = tuple(f"{name}.*" for name, module in model.named_modules()
+                        if isinstance(module, torch.nn.Linear) and not bool(module.weight.any()))
+    if zero_weight:
+        progress(f"keeping {len(zero_weight)} all-zero Linear layers in BF16 (their scales would be NaN): "
+                 + ", ".join(name.removesuffix(".*") for name in zero_weight[:3]) + (", ..." if len(zero_weight) > 3 else ""))
+    quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions + zero_weight)
 
     def forward_loop(quantized_model: Any) -> None:
         with torch.no_grad():
@@ -227,6 +234,9 @@ def quantize_draft(
         info = read_quantization(staging)
         if info is None or info.quant_algo != expected_algo:
             raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, not {expected_algo}")
+        broken = _non_finite_scales(staging, torch)
+        if broken:
+            raise RuntimeError(f"ModelOpt export in {staging} has non-finite scales: {', '.join(broken[:3])}")
         findings = check_quantization(info)
         errors = [f for f in findings if f.level == "error"]
         if errors:
@@ -242,6 +252,19 @@ def quantize_draft(
         out_dir=out_dir, info=read_quantization(out_dir), findings=findings, modelopt_version=modelopt_version,
         calibration_sequences=len(sequences), calibration_tokens=sum(len(ids) for ids in sequences), seconds=seconds,
     )
+
+
+def _non_finite_scales(checkpoint: Path, torch: Any) -> list[str]:
+    """Names of the scale tensors (``*_scale``, ``*_scale_2``) in ``checkpoint`` holding a NaN or an infinity."""
+    from safetensors import safe_open  # noqa: PLC0415 - installed with transformers, needed only here
+
+    broken = []
+    for path in sorted(checkpoint.glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as tensors:
+            for name in tensors.keys():
+                if name.endswith(("_scale", "_scale_2")) and not bool(torch.isfinite(tensors.get_tensor(name).float()).all()):
+                    broken.append(name)
+    return broken
 
 
 def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dict[str, Any]:

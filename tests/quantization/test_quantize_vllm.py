@@ -69,6 +69,24 @@ def test_export_keeps_the_source_config_and_adds_only_the_quantization_block(tin
         assert exported == source
 
 
+def test_all_zero_layers_stay_bf16_so_every_exported_scale_is_finite(drafts):
+    # The testbed draft's o_proj, down_proj and per_layer_projection weights are all zeros: quantized, their
+    # block scales would be 0/0 = NaN.
+    import torch
+    from safetensors import safe_open
+
+    for scheme, out in drafts.items():
+        with safe_open(str(out / "model.safetensors"), framework="pt") as tensors:
+            names = set(tensors.keys())
+            assert tensors.get_tensor("model.layers.0.self_attn.o_proj.weight").dtype == torch.bfloat16, scheme
+            assert tensors.get_tensor("model.layers.0.mlp.gate_proj.weight").dtype != torch.bfloat16, scheme
+            scales = [name for name in names if name.endswith(("_scale", "_scale_2"))]
+            assert scales, scheme
+            for name in scales:
+                assert torch.isfinite(tensors.get_tensor(name).float()).all(), f"{scheme}: {name}"
+        assert "model.layers.0.self_attn.o_proj" in read_quantization(out).exclusions, scheme
+
+
 def test_launch_plan_from_the_nvfp4_draft_declares_modelopt(tiny_pair, drafts):
     from specdraft.config import LaunchRequest, build_launch_plan
 
