@@ -32,7 +32,7 @@ from specdraft.bench._cost import (
 )
 from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
-from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result
+from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result, round_ratio
 from specdraft.bench._tuner import (
     Extrapolation,
     KPrediction,
@@ -55,7 +55,7 @@ __all__ = [
     "DecodeFootprint", "estimate_cost_ratio", "extend_acceptance", "Extrapolation", "fit_geometric_alpha",
     "fit_step_costs", "footprint_of", "KPrediction", "LevelResult", "load_prompts", "load_result",
     "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
-    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule",
+    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio",
     "Recommendation", "RequestTiming", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
     "speculative_step_ms", "Speedup", "step_ms", "StepCostFit", "Summary", "validate_acceptance",
 ]

@@ -108,11 +108,13 @@ class Speedup:
     """Baseline mean end-to-end latency / candidate's."""
 
     def to_json(self) -> dict:
-        def rounded(value: float | None) -> float | None:
-            return None if value is None else round(value, 4)
+        return {"concurrency": self.concurrency, "decode_tok_s": round_ratio(self.decode_tok_s),
+                "output_tok_s": round_ratio(self.output_tok_s), "e2e": round_ratio(self.e2e)}
 
-        return {"concurrency": self.concurrency, "decode_tok_s": rounded(self.decode_tok_s),
-                "output_tok_s": rounded(self.output_tok_s), "e2e": rounded(self.e2e)}
+
+def round_ratio(value: float | None) -> float | None:
+    """A ratio to 4 significant digits: fixed decimals would turn a 0.00054x speedup into 0.0005."""
+    return None if value is None else float(f"{value:.4g}")
 
 
 @dataclass(frozen=True)

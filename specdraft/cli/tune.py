@@ -31,6 +31,7 @@ from specdraft.bench import (
     overhead_from_results,
     recommend,
     recommend_schedule,
+    round_ratio,
     speculative_step_ms,
     step_ms,
     validate_acceptance,
@@ -183,8 +184,8 @@ def _measured_vs_predicted(rec: Recommendation, measured: tuple[int, float] | No
     k, speedup = measured
     row = next((r for r in rec.table if r.k == k), None)
     predicted = row.predicted_speedup if row else None
-    return {"k": k, "measured_speedup": round(speedup, 4),
-            "predicted_speedup": None if predicted is None else round(predicted, 4),
+    return {"k": k, "measured_speedup": round_ratio(speedup),
+            "predicted_speedup": None if predicted is None else round_ratio(predicted),
             "prediction_error": None if predicted is None else round(predicted / speedup - 1, 4)}
 
 
