@@ -24,6 +24,8 @@ import sys
 import time
 import traceback
 
+from spec_counters import counter_delta, spec_counters  # beside this script (here and in .device/tools)
+
 K = 4
 NEW_TOKENS = 48
 PROMPT_LENGTHS = (8, 16, 32, 64)
@@ -45,29 +47,6 @@ def prompts(vocab: int) -> list[list[int]]:
         rng = random.Random(1000 + i)
         out.append([2] + [rng.randrange(3, vocab - 1) for _ in range(n - 1)])
     return out
-
-
-def spec_counters(llm) -> dict:
-    counters = {}
-    for metric in llm.get_metrics():
-        if "spec_decode" not in metric.name:
-            continue
-        if hasattr(metric, "values"):
-            counters[metric.name] = list(metric.values)
-        elif hasattr(metric, "value"):
-            counters[metric.name] = metric.value
-    return counters
-
-
-def counter_delta(before: dict, after: dict) -> dict:
-    delta = {}
-    for name, value in after.items():
-        old = before.get(name)
-        if isinstance(value, list):
-            delta[name] = [v - (old[i] if old else 0) for i, v in enumerate(value)]
-        else:
-            delta[name] = value - (old or 0)
-    return delta
 
 
 def pick(delta: dict, *suffixes: str):

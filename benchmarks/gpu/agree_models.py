@@ -15,7 +15,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from specdraft.testbed.tiny import build_tiny_pair

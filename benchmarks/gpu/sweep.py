@@ -29,6 +29,8 @@ import sys
 import time
 import traceback
 
+from spec_counters import counter_delta, spec_counters  # beside this script (here and in .device/tools)
+
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process engine: collective_rpc runs here
 
 PROMPT_TOKENS = 200
@@ -89,29 +91,6 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
             spec["quantization"] = args.draft_quant
         kw["speculative_config"] = spec
     return kw
-
-
-def spec_counters(llm) -> dict:
-    counters = {}
-    for metric in llm.get_metrics():
-        if "spec_decode" not in metric.name:
-            continue
-        if hasattr(metric, "values"):
-            counters[metric.name] = list(metric.values)
-        elif hasattr(metric, "value"):
-            counters[metric.name] = metric.value
-    return counters
-
-
-def counter_delta(before: dict, after: dict) -> dict:
-    delta = {}
-    for name, value in after.items():
-        old = before.get(name)
-        if isinstance(value, list):
-            delta[name] = [v - (old[i] if old else 0) for i, v in enumerate(value)]
-        else:
-            delta[name] = value - (old or 0)
-    return delta
 
 
 def set_acceptance(llm, rates: list[float]) -> list[float]:
