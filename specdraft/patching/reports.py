@@ -9,7 +9,14 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 
-class Status(str, Enum):
+class _Words(str, Enum):
+    """An enum whose members print as their word, in text output as in JSON."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(_Words):
     """The closed vocabulary of a hotfix's state on a vLLM tree; the same words in text and JSON."""
 
     PENDING = "pending"
@@ -23,11 +30,8 @@ class Status(str, Enum):
     NOT_APPLICABLE = "not-applicable"
     """The package version is outside the hotfix's range, or the package is absent."""
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Outcome(str, Enum):
+class Outcome(_Words):
     """What an operation did for one hotfix (``status`` and ``diff`` leave it unset)."""
 
     CHANGED = "changed"
@@ -42,9 +46,6 @@ class Outcome(str, Enum):
     """verify: the fixed form is missing, or the probe observed the bug or could not run."""
     SKIPPED = "skipped"
     """verify: the hotfix does not apply to this version."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
