@@ -7,7 +7,7 @@
 # seconds is left for the next call. Results accumulate in /tmp/gpusweep/results.jsonl and are copied to
 # $OUT after every job, so a call cut short still returns what it measured.
 # Jobs: unpatched | patch | k0 | k0_hybrid | draft | draft_fp8 | draft_nvfp4 | k<N> | k<N>@<alphas>
-#       | k<N>_fp8draft | k<N>_nvfp4draft
+#       | k<N>_fp8draft | k<N>_nvfp4draft | any TAG listed in jobs.txt beside this script ("TAG SWEEP-ARGS...")
 set -u
 T0=$(date +%s)
 DEADLINE=${1:?usage: device_run.sh DEADLINE_S JOB...}; shift
@@ -23,6 +23,7 @@ log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$S/driver.log"; }
 publish() {
   cp "$R" "$O/results.jsonl"; cp "$S/driver.log" "$O/driver.log" 2>/dev/null
   [ -f "$S/patch.log" ] && cp "$S/patch.log" "$O/patch.log"
+  ls "$S"/traces/*.gz >/dev/null 2>&1 && { mkdir -p "$O/traces"; cp "$S"/traces/*.gz "$O/traces/"; }
   tar -C "$S" -cJf "$O/logs.tar.xz" logs 2>/dev/null
 }
 
@@ -52,7 +53,8 @@ ensure_patched() {
 run_sweep() {  # TAG LIMIT_S ARGS...
   local tag=$1 limit=$2; shift 2
   # SWEEP_ARGS (optional) goes to every engine run, e.g. "--reps 8 --warmup-full"
-  timeout -k 10 "$limit" "$PY" "$TOOLS/sweep.py" --tag "$tag" --out "$R" ${SWEEP_ARGS:-} "$@" > "$S/logs/$tag.log" 2>&1
+  timeout -k 10 "$limit" "$PY" "$TOOLS/sweep.py" --tag "$tag" --out "$R" --trace-dir "$S/traces" ${SWEEP_ARGS:-} "$@" \
+    > "$S/logs/$tag.log" 2>&1
 }
 
 for job in "$@"; do
@@ -66,7 +68,16 @@ for job in "$@"; do
   done
   log "start $job (limit ${left}s)"
   t=$(date +%s); rc=0
+  listed_tag=$(grep -qE "^$job( |$)" "$TOOLS/jobs.txt" 2>/dev/null && echo "$job")  # empty unless listed
+  listed=$(grep -E "^$job( |$)" "$TOOLS/jobs.txt" 2>/dev/null | head -1 | cut -s -d' ' -f2-)
   case $job in
+    "$listed_tag")  # a job from jobs.txt: TAG SWEEP-ARGS...
+      if ensure_patched; then
+        # shellcheck disable=SC2086  # the listed arguments are meant to split
+        run_sweep "$job" "$left" $listed || rc=$?
+        d=$(( $(date +%s) - t )); m=$(cat "$S/pair_max_s" 2>/dev/null || echo 0)
+        [ "$rc" -eq 0 ] && [ "$d" -gt "$m" ] && echo "$d" > "$S/pair_max_s"
+      else log "patch apply failed: listed jobs cannot run"; rc=9; fi;;
     unpatched)
       rm -f /tmp/site/.specdraft_patched
       run_sweep unpatched_pair "$left" --k 4 --alphas 0.85 --eager --expect-error "same window size" || rc=$?;;

@@ -14,8 +14,13 @@ Every row is measured the same way: ``t1`` = median time of a 1-token request (p
 For speculative rows the step count comes from vLLM's own counter (``vllm:spec_decode_num_drafts``), so
 ``step_ms`` = (tN - t1) / steps per request is the measured cost of one speculative step.
 
+Levers (issue 7): ``--method draft_model|mtp|ngram|ngram_gpu``, ``--async-scheduling on|off`` (default: vLLM's
+choice), ``--cudagraph-mode``, ``--v2`` (Model Runner V2), ``--max-num-seqs`` with ``--concurrency``. ``--profile-tokens N``
+records one N-token request with the torch profiler after the measurements and summarises it per engine step
+(``step_profile.py``); the gzipped trace goes beside the results.
+
 usage: sweep.py --tag TAG --k K [--model target|draft] [--draft-dir draftE2B] [--alphas 0.85,0.70] [--draft-quant fp8]
-                [--quant fp8] [--hybrid-kv on|off] [--eager] [--expect-error TEXT] --out RESULTS.jsonl
+                [--quant fp8] [--hybrid-kv on|off] [--eager] [--expect-error TEXT] [levers] --out RESULTS.jsonl
 """
 
 from __future__ import annotations
@@ -56,6 +61,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup-full", action="store_true",
                    help="one untimed full-length request per acceptance level before measuring")
+    p.add_argument("--method", choices=["draft_model", "mtp", "ngram", "ngram_gpu"], default="draft_model")
+    p.add_argument("--mtp-dir", default="assistant31b", help="the MTP assistant's config folder under --configs")
+    p.add_argument("--async-scheduling", choices=["on", "off"], default=None, help="default: what vLLM picks")
+    p.add_argument("--cudagraph-mode", default=None, help="compilation_config cudagraph_mode (e.g. PIECEWISE, FULL)")
+    p.add_argument("--v2", action="store_true", help="Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1)")
+    p.add_argument("--max-num-seqs", type=int, default=1)
+    p.add_argument("--concurrency", type=int, default=1, help="identical requests sent together (batch shape)")
+    p.add_argument("--prompt", choices=["random", "periodic"], default="random",
+                   help="periodic = a 20-token pattern repeated (gives n-gram speculation something to match)")
+    p.add_argument("--profile-tokens", type=int, default=0, help="profile one request of this many tokens")
+    p.add_argument("--trace-dir", default=None, help="where the profile trace goes (default: beside --out)")
     p.add_argument("--expect-error", default=None, help="the run is a failure demo: record whether this text appears")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
@@ -75,15 +91,25 @@ def emit(path: str, record: dict) -> None:
 def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total_gib: float) -> dict:
     draft = os.path.join(args.configs, args.draft_dir)
     model = os.path.join(args.configs, "target31b") if args.model == "target" else draft
-    kw = dict(model=model, dtype="bfloat16", load_format="dummy", max_model_len=4096, max_num_seqs=1,
-              max_num_batched_tokens=2048, skip_tokenizer_init=True, disable_log_stats=False,
-              gpu_memory_utilization=0.92 if gpu_total_gib < 100 else 0.85, enforce_eager=args.eager, seed=0,
-              disable_hybrid_kv_cache_manager=(args.hybrid_kv == "off"))
+    # an 80 GB card holds the bf16 31B + E2B pair (~65 GiB of weights) only with a small activation budget
+    kw = dict(model=model, dtype="bfloat16", load_format="dummy", max_model_len=4096, max_num_seqs=args.max_num_seqs,
+              max_num_batched_tokens=2048 if gpu_total_gib > 100 else 1024, skip_tokenizer_init=True,
+              disable_log_stats=False, gpu_memory_utilization=0.94 if gpu_total_gib < 100 else 0.85,
+              enforce_eager=args.eager, seed=0, disable_hybrid_kv_cache_manager=(args.hybrid_kv == "off"))
     if args.quant:
         kw["quantization"] = args.quant
+    if args.async_scheduling:
+        kw["async_scheduling"] = args.async_scheduling == "on"
+    if args.cudagraph_mode:
+        kw["compilation_config"] = {"cudagraph_mode": args.cudagraph_mode}
     if args.k > 0:
-        spec = {"method": "draft_model", "model": draft,
-                "num_speculative_tokens": args.k, "draft_tensor_parallel_size": 1}
+        spec = {"method": args.method, "num_speculative_tokens": args.k}
+        if args.method == "draft_model":
+            spec.update(model=draft, draft_tensor_parallel_size=1)
+        elif args.method == "mtp":
+            spec["model"] = os.path.join(args.configs, args.mtp_dir)
+        else:  # n-gram lookup in the prompt and the output so far
+            spec.update(prompt_lookup_min=2, prompt_lookup_max=5)
         if args.rejection == "synthetic":
             spec.update(rejection_sample_method="synthetic",
                         synthetic_acceptance_rates=geometric_rates(first_alpha, args.k))
@@ -106,12 +132,48 @@ def set_acceptance(llm, rates: list[float]) -> list[float]:
     return llm.collective_rpc(_apply)[0]
 
 
+def profile_request(args: argparse.Namespace, timed_generate, torch) -> dict:
+    """One ``--profile-tokens`` request under the torch profiler: the trace (gzipped) and its per-step summary."""
+    import gzip
+
+    from step_profile import summarize  # beside this script
+    from torch.profiler import ProfilerActivity, profile
+
+    timed_generate(args.profile_tokens)  # the same request once unprofiled, so the profiled one is warm
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        wall = timed_generate(args.profile_tokens)
+    folder = args.trace_dir or os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(folder, exist_ok=True)
+    raw = os.path.join(folder, f"{args.tag}.trace.json")
+    prof.export_chrome_trace(raw)
+    keep = ("user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
+            "gpu_memset")  # the CPU operator events are most of the bytes and the summary reads none of them
+    with open(raw) as f:
+        trace = json.load(f)
+    trace["traceEvents"] = [e for e in trace.get("traceEvents", []) if e.get("cat") in keep or e.get("ph") == "M"]
+    with gzip.open(raw + ".gz", "wt") as g:
+        json.dump(trace, g)
+    os.remove(raw)
+    try:
+        summary = summarize(raw + ".gz")
+    except Exception as exc:  # the trace is kept; it can be summarised again off the machine
+        summary = {"error": f"{type(exc).__name__}: {exc}"}
+    summary.update(request_tokens=args.profile_tokens, request_wall_s=round(wall, 4), trace=os.path.basename(raw) + ".gz")
+    return summary
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
     base = {"tag": args.tag, "k": args.k, "model": args.model, "draft_dir": args.draft_dir,
             "hybrid_kv": args.hybrid_kv, "eager": args.eager, "quant": args.quant, "draft_quant": args.draft_quant, "new_tokens": args.new_tokens, "reps": args.reps,
-            "prompt_tokens": PROMPT_TOKENS}
+            "prompt_tokens": PROMPT_TOKENS, "method": args.method if args.k else None,
+            "async_requested": args.async_scheduling, "cudagraph_requested": args.cudagraph_mode,
+            "max_num_seqs": args.max_num_seqs, "concurrency": args.concurrency, "prompt": args.prompt}
+    # read by vLLM at import / first use, so set before importing it
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if args.v2 else "0"
+    if args.profile_tokens:
+        os.environ["VLLM_CUSTOM_SCOPES_FOR_PROFILING"] = "1"  # record_function ranges around each runner phase
     t_start = time.time()
     try:
         import torch
@@ -135,19 +197,24 @@ def main(argv: list[str]) -> int:
 
         rng = random.Random(PROMPT_SEED)
         vocab = llm.llm_engine.model_config.get_vocab_size()
-        prompt = TokensPrompt(prompt_token_ids=[2] + [rng.randrange(min(1000, vocab // 2), min(200000, vocab))
-                                                      for _ in range(PROMPT_TOKENS - 1)])
+        draw = lambda: rng.randrange(min(1000, vocab // 2), min(200000, vocab))  # noqa: E731
+        if args.prompt == "periodic":
+            pattern = [draw() for _ in range(20)]
+            body = (pattern * PROMPT_TOKENS)[:PROMPT_TOKENS - 1]
+        else:
+            body = [draw() for _ in range(PROMPT_TOKENS - 1)]
+        prompt = TokensPrompt(prompt_token_ids=[2] + body)
 
         def timed_generate(n: int) -> float:
             params = SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True, detokenize=False)
             if on_gpu:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            out = llm.generate([prompt], params, use_tqdm=False)
+            out = llm.generate([prompt] * args.concurrency, params, use_tqdm=False)
             elapsed = time.perf_counter() - t
-            got = len(out[0].outputs[0].token_ids)
-            if got != n:
-                raise RuntimeError(f"asked for {n} tokens, got {got}")
+            got = [len(o.outputs[0].token_ids) for o in out]
+            if got != [n] * args.concurrency:
+                raise RuntimeError(f"asked for {n} tokens per request, got {got}")
             return elapsed
 
         timed_generate(32)  # warm-up: first-request allocations and lazy kernels stay out of the numbers
@@ -195,6 +262,10 @@ def main(argv: list[str]) -> int:
                         rec["per_position_acceptance"] = [round(x / drafts, 5) for x in per_pos]
             else:
                 rec["step_ms"] = round(1000 * (tn - t1) / (args.new_tokens - 1), 3)
+            if args.concurrency > 1:  # tok/s above are per sequence; the batch makes concurrency times as many
+                rec["aggregate_decode_tok_s"] = round(rec["decode_tok_s"] * args.concurrency, 3)
+            if args.profile_tokens and alpha == alphas[0]:
+                rec["profile"] = profile_request(args, timed_generate, torch)
             rec["elapsed_s"] = round(time.time() - t_start, 1)
             emit(args.out, rec)
         if args.expect_error:
