@@ -2,8 +2,9 @@
 
 - ``run_bench(base_url, model, ...) -> BenchResult``: streamed timings (decode tok/s, TTFT, end-to-end
   latency) per concurrency level, and vLLM's acceptance counters read from ``/metrics`` before and after.
-- ``recommend(per_position_acceptance, cost_ratio, max_k=8, overhead=0.0) -> Recommendation``: the K with
-  the largest predicted speedup ``S(K) = E(K) / (1 + K*c + o)``, or 0 when nothing beats the target alone.
+- ``recommend(per_position_acceptance, cost_ratio, max_k=8, overhead=0.0, host=None) -> Recommendation``: the K
+  with the largest predicted speedup ``S(K) = E(K) / max(1 + K*c + o, host line)``, or 0 when nothing beats the
+  target alone; ``HostCost`` / ``host_cost_named`` give the host line (launching the drafter from the CPU).
 - ``recommend_schedule(points)``: vLLM's ``num_speculative_tokens_per_batch_size`` from several batch sizes.
 - The inputs: ``acceptance_from_result``, ``cost_ratio_from_results`` / ``estimate_cost_ratio`` (bytes per
   token of the two shapes), ``overhead_from_results`` / ``overhead_fraction``.
@@ -30,22 +31,26 @@ from specdraft.bench._cost import (
     footprint_of,
     load_text_config,
 )
+from specdraft.bench._host_costs import host_cost_named, known_host_costs
 from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
 from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result, round_ratio
 from specdraft.bench._tuner import (
     Extrapolation,
+    HostCost,
     KPrediction,
     Recommendation,
     SchedulePoint,
     conditional_acceptance,
     extend_acceptance,
     fit_geometric_alpha,
+    host_cost_from_ms,
     measured_overhead,
     overhead_fraction,
     predict_speedup,
     recommend,
     recommend_schedule,
+    step_cost,
     validate_acceptance,
 )
 
@@ -53,9 +58,10 @@ __all__ = [
     "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param", "compare",
     "conditional_acceptance", "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint",
     "DecodeFootprint", "estimate_cost_ratio", "extend_acceptance", "Extrapolation", "fit_geometric_alpha",
-    "fit_step_costs", "footprint_of", "KPrediction", "LevelResult", "load_prompts", "load_result",
+    "fit_step_costs", "footprint_of", "host_cost_from_ms", "host_cost_named", "HostCost", "known_host_costs",
+    "KPrediction", "LevelResult", "load_prompts", "load_result",
     "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
     "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio",
     "Recommendation", "RequestTiming", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
-    "speculative_step_ms", "Speedup", "step_ms", "StepCostFit", "Summary", "validate_acceptance",
+    "speculative_step_ms", "Speedup", "step_cost", "step_ms", "StepCostFit", "Summary", "validate_acceptance",
 ]

@@ -11,7 +11,12 @@ Model (Leviathan et al. 2023, with vLLM's per-position counters):
   target step: ``1 + K*c + o``. ``c`` = draft step time / target step time, ``o`` = per-step overhead
   (scheduling, rejection sampling, syncs) / target step time; ``o = 0`` is the textbook model, and a
   fitted o may come out slightly negative.
-- Predicted speedup over no speculation: ``S(K) = E(K) / (1 + K*c + o)``.
+- The host (CPU) can be the slower side: the drafter's K forwards are launched one after another from Python,
+  and on a fast GPU launching them can take longer than running them (measured: vLLM 0.26's ``draft_model``
+  path spends ~10 ms of host time per drafted token on an E2B-shaped drafter against ~3.3 ms of GPU work).
+  Optional ``HostCost``: a step then lasts ``max(1 + K*c + o, h_0 + K*h)`` (``h_0`` = host time per step
+  outside drafting, ``h`` = host time per drafted token, both in target steps). Without it the GPU line alone.
+- Predicted speedup over no speculation: ``S(K) = E(K) / step_cost(K)``.
 
 Positions past the last measured one are extrapolated, and every such row says so (see ``Extrapolation``).
 """
@@ -67,10 +72,44 @@ class KPrediction:
     expected_tokens_per_step: float
     """``E(K) = 1 + a_1 + ... + a_K``, vLLM's mean acceptance length."""
     step_cost: float
-    """``1 + K*c + o``: a speculative step in units of a target step."""
+    """A speculative step in units of a target step (see ``step_cost``)."""
     predicted_speedup: float
     extrapolated: bool
     """True when ``a_K`` was not measured but extrapolated."""
+    host_bound: bool = False
+    """True when the host line (launching the drafter) sets the step time, not the GPU work."""
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """The host side of a speculative step, in units of a target step.
+
+    ``per_step``: host time of one step outside drafting (scheduling, input preparation, launching the
+    target, sampling, bookkeeping); ``per_draft_token``: host time to launch one draft forward. The host
+    line ``per_step + K * per_draft_token`` overlaps the GPU's work, so a step takes the longer of the two.
+    """
+
+    per_step: float
+    per_draft_token: float
+    source: str = "given"
+
+    def line(self, k: int) -> float:
+        return self.per_step + k * self.per_draft_token
+
+    def to_json(self) -> dict:
+        return {"per_step": round(self.per_step, 6), "per_draft_token": round(self.per_draft_token, 6),
+                "source": self.source}
+
+
+def host_cost_from_ms(per_step_ms: float, per_draft_token_ms: float, target_step_ms: float,
+                      source: str = "given") -> HostCost:
+    """A host line given in milliseconds, in units of the target's step time."""
+    if not target_step_ms > 0:
+        raise UserError(f"target step time must be > 0 ms, got {target_step_ms}")
+    for name, value in (("host time per step", per_step_ms), ("host time per drafted token", per_draft_token_ms)):
+        if not value >= 0 or math.isinf(value):
+            raise UserError(f"{name} must be a finite number >= 0 ms, got {value}")
+    return HostCost(per_step_ms / target_step_ms, per_draft_token_ms / target_step_ms, source)
 
 
 @dataclass(frozen=True)
@@ -87,6 +126,8 @@ class Recommendation:
     extrapolation: Extrapolation
     table: tuple[KPrediction, ...]
     notes: tuple[str, ...] = field(default=())
+    host: HostCost | None = None
+    """The host line, when one was given (None: the GPU line alone)."""
 
     @property
     def speculate(self) -> bool:
@@ -99,6 +140,7 @@ class Recommendation:
             "predicted_speedup": round(self.predicted_speedup, 4),
             "cost_ratio": self.cost_ratio,
             "overhead": self.overhead,
+            "host_cost": None if self.host is None else self.host.to_json(),
             "per_position_acceptance": [round(a, 6) for a in self.per_position_acceptance],
             "extrapolation": {
                 "method": self.extrapolation.method,
@@ -114,6 +156,7 @@ class Recommendation:
                     "step_cost": round(row.step_cost, 4),
                     "predicted_speedup": round(row.predicted_speedup, 4),
                     "extrapolated": row.extrapolated,
+                    "host_bound": row.host_bound,
                 }
                 for row in self.table
             ],
@@ -177,12 +220,19 @@ def extend_acceptance(
     return rates + tail, Extrapolation("geometric", measured, alpha)
 
 
-def predict_speedup(per_position: Sequence[float], k: int, cost_ratio: float, overhead: float = 0.0) -> float:
-    """``S(K) = (1 + a_1 + ... + a_K) / (1 + K*c + o)`` for the first ``k`` rates; ``S(0) = 1``."""
+def step_cost(k: int, cost_ratio: float, overhead: float = 0.0, host: HostCost | None = None) -> float:
+    """One speculative step in target steps: ``1 + K*c + o``, or the host line when that is longer."""
+    gpu = 1.0 + k * cost_ratio + overhead
+    return gpu if host is None else max(gpu, host.line(k))
+
+
+def predict_speedup(per_position: Sequence[float], k: int, cost_ratio: float, overhead: float = 0.0,
+                    host: HostCost | None = None) -> float:
+    """``S(K) = (1 + a_1 + ... + a_K) / step_cost(K)`` for the first ``k`` rates; ``S(0) = 1``."""
     if k == 0:
         return 1.0
     expected = 1.0 + sum(per_position[:k])
-    return expected / (1.0 + k * cost_ratio + overhead)
+    return expected / step_cost(k, cost_ratio, overhead, host)
 
 
 def _check_costs(cost_ratio: float, overhead: float) -> None:
@@ -201,12 +251,13 @@ def recommend(
     max_k: int = 8,
     overhead: float = 0.0,
     extrapolation: ExtrapolationMethod = "geometric",
+    host: HostCost | None = None,
 ) -> Recommendation:
     """Recommend ``num_speculative_tokens``: the K in 1..max_k with the largest ``S(K)``, or 0 if none beats 1.0.
 
     ``per_position`` is vLLM's unconditional per-position acceptance, ``cost_ratio`` is c (draft step /
-    target step), ``overhead`` is o (fixed per-step cost in target steps, see ``overhead_fraction``).
-    Ties go to the smaller K (same speed, less draft work).
+    target step), ``overhead`` is o (fixed per-step cost in target steps, see ``overhead_fraction``),
+    ``host`` the optional host line (``HostCost``). Ties go to the smaller K (same speed, less draft work).
     """
     if max_k < 1:
         raise UserError(f"--max-k must be at least 1, got {max_k}")
@@ -217,8 +268,9 @@ def recommend(
     expected = 1.0
     for k, a in enumerate(rates, start=1):
         expected += a
-        cost = 1.0 + k * cost_ratio + overhead
-        table.append(KPrediction(k, a, expected, cost, expected / cost, extrapolated=k > measured))
+        cost = step_cost(k, cost_ratio, overhead, host)
+        table.append(KPrediction(k, a, expected, cost, expected / cost, extrapolated=k > measured,
+                                 host_bound=cost > 1.0 + k * cost_ratio + overhead))
     top = max(row.predicted_speedup for row in table)
     best = next(row for row in table if row.predicted_speedup >= top - _TIE_TOLERANCE)
     notes = []
@@ -231,9 +283,9 @@ def recommend(
         )
     if best.predicted_speedup <= 1.0:
         return Recommendation(0, 1.0, cost_ratio, overhead, tuple(per_position), extra, tuple(table),
-                              tuple(notes + ["no K beats running the target alone: do not speculate"]))
+                              tuple(notes + ["no K beats running the target alone: do not speculate"]), host)
     return Recommendation(best.k, best.predicted_speedup, cost_ratio, overhead, tuple(per_position), extra,
-                          tuple(table), tuple(notes))
+                          tuple(table), tuple(notes), host)
 
 
 def overhead_fraction(overhead_ms: float, target_step_ms: float) -> float:

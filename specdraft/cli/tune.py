@@ -8,6 +8,9 @@ the draft and the target each served alone); fitted with o to speculative runs a
 (--fit-steps); or estimated from bytes read per token (--shapes: repo ids, checkpoint dirs or
 config.json files; a lower bound).
 Per-step overhead o (in target steps, default 0): --overhead-fraction, --overhead-ms, --measure-overhead.
+Host line (optional): a step lasts max(1 + K*c + o, h_0 + K*h) when launching the drafter from the CPU takes
+longer than running it: --host-ms PER_STEP,PER_DRAFT_TOKEN, or --host-costs NAME (measured per path and vLLM
+release; needs the target's step time: --target-step-ms or --target-bench).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specdraft.bench import (
+    HostCost,
     Recommendation,
     SchedulePoint,
     acceptance_from_result,
@@ -25,6 +29,9 @@ from specdraft.bench import (
     estimate_cost_ratio,
     fit_step_costs,
     footprint_of,
+    host_cost_from_ms,
+    host_cost_named,
+    known_host_costs,
     load_result,
     measured_speedup,
     overhead_fraction,
@@ -49,6 +56,7 @@ class _Inputs:
     overhead_source: str
     measured: tuple[int, float] | None = None
     """(K the benched server ran, its measured speedup), when a baseline of the same workload is at hand."""
+    host: HostCost | None = None
 
 
 def _float_list(text: str) -> list[float]:
@@ -89,10 +97,17 @@ def register(subparsers, name: str, help_text: str) -> None:
                           help="fixed cost per speculative step in ms (needs --target-step-ms or --step-times)")
     overhead.add_argument("--measure-overhead", action="store_true",
                           help="derive the overhead from --from-bench and --step-times (same workload)")
+    host = parser.add_mutually_exclusive_group()
+    host.add_argument("--host-ms", metavar="PER_STEP,PER_DRAFT_TOKEN", type=_float_list,
+                      help="host (CPU) time per speculative step outside drafting and per drafted token, in ms: "
+                           "a step then lasts the longer of the GPU and the host line")
+    host.add_argument("--host-costs", metavar="NAME", choices=sorted(known_host_costs()),
+                      help="a measured host line: " + "; ".join(sorted(known_host_costs())))
     parser.add_argument("--target-step-ms", type=float, metavar="MS",
-                        help="target decode step time, for --overhead-ms and --fit-steps")
+                        help="target decode step time, for --overhead-ms, --fit-steps and the host line")
     parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
-                        help="bench result of the target served alone: its step time, for --overhead-ms and --fit-steps")
+                        help="bench result of the target served alone: its step time, for --overhead-ms, "
+                             "--fit-steps and the host line")
     parser.add_argument("--concurrency", type=int, metavar="N",
                         help="use the bench results at this concurrency (default: acceptance pooled over all "
                              "levels, step times at the lowest)")
@@ -165,7 +180,22 @@ def _inputs(args) -> _Inputs:
     else:
         overhead, overhead_source = 0.0, "none modelled"
     measured = measured_speedup(result, target_only, args.concurrency) if result is not None else None
-    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source, measured)
+    return _Inputs(acceptance, acceptance_source, cost_ratio, cost_source, overhead, overhead_source, measured,
+                   _host(args, target_only))
+
+
+def _host(args, target_only) -> HostCost | None:
+    if args.host_costs:
+        return host_cost_named(args.host_costs, _target_step_ms(args, target_only, "--host-costs"))
+    if args.host_ms is None:
+        return None
+    if len(args.host_ms) != 2:
+        raise UserError(f"--host-ms takes two numbers, PER_STEP,PER_DRAFT_TOKEN (ms), got {len(args.host_ms)}",
+                        hint="e.g. --host-ms 5.3,10.4")
+    target_ms = _target_step_ms(args, target_only, "--host-ms")
+    return host_cost_from_ms(args.host_ms[0], args.host_ms[1], target_ms,
+                             source=f"given: {args.host_ms[0]} ms per step + {args.host_ms[1]} ms per drafted "
+                                    f"token over a {target_ms:.2f} ms target step")
 
 
 def _target_step_ms(args, target_only, needed_by: str) -> float:
@@ -222,22 +252,28 @@ def _render(rec: Recommendation, inputs: _Inputs, schedule, check: dict | None) 
                      f"(predicted speedup {rec.predicted_speedup:.2f}x over the target alone)")
     else:
         lines.append("recommended: no speculation (no K is predicted to beat the target alone)")
+    model = "(1 + K*c + o)" if rec.host is None else "max(1 + K*c + o, h_0 + K*h)"
     lines += [
-        "model: S(K) = E(K) / (1 + K*c + o), E(K) = 1 + a_1 + ... + a_K",
+        f"model: S(K) = E(K) / {model}, E(K) = 1 + a_1 + ... + a_K",
         f"  acceptance a_i: {inputs.acceptance_source}: {', '.join(f'{a:.3f}' for a in inputs.acceptance)}",
         f"  c = {inputs.cost_ratio:.4f}: {inputs.cost_source}",
         f"  o = {inputs.overhead:.4f}: {inputs.overhead_source}",
+        *([] if rec.host is None else
+          [f"  h_0 = {rec.host.per_step:.4f}, h = {rec.host.per_draft_token:.4f}: {rec.host.source}"]),
         f"  {rec.extrapolation.explain()}",
         "",
         "   K    a_K   E(K)   cost  speedup",
     ]
     for row in rec.table:
         mark = "*" if row.extrapolated else " "
+        bound = "h" if row.host_bound else " "
         pick = "  <- recommended" if row.k == rec.recommended_k else ""
         lines.append(f"  {row.k:2d}  {row.acceptance:.3f}{mark} {row.expected_tokens_per_step:5.2f}  "
-                     f"{row.step_cost:5.2f}  {row.predicted_speedup:5.2f}x{pick}")
+                     f"{row.step_cost:5.2f}{bound} {row.predicted_speedup:5.2f}x{pick}")
     if any(row.extrapolated for row in rec.table):
         lines.append("  * extrapolated, not measured")
+    if any(row.host_bound for row in rec.table):
+        lines.append("  h host-bound: launching the drafter takes longer than the GPU work")
     lines += [f"note: {n}" for n in rec.notes]
     if check is not None and check["predicted_speedup"] is not None:
         lines.append(f"measured at K = {check['k']} (the benched server): {check['measured_speedup']:.2f}x decode "
@@ -250,13 +286,14 @@ def _render(rec: Recommendation, inputs: _Inputs, schedule, check: dict | None) 
 def run(args) -> ExitCode:
     inputs = _inputs(args)
     rec = recommend(inputs.acceptance, inputs.cost_ratio, max_k=args.max_k, overhead=inputs.overhead,
-                    extrapolation="none" if args.no_extrapolation else "geometric")
+                    extrapolation="none" if args.no_extrapolation else "geometric", host=inputs.host)
     schedule = _schedule(args) if args.schedule else None
     check = _measured_vs_predicted(rec, inputs.measured)
     if args.json:
         out = rec.to_json()
         out["sources"] = {"acceptance": inputs.acceptance_source, "cost_ratio": inputs.cost_source,
-                          "overhead": inputs.overhead_source}
+                          "overhead": inputs.overhead_source,
+                          "host_cost": None if inputs.host is None else inputs.host.source}
         if schedule is not None:
             out["num_speculative_tokens_per_batch_size"] = [list(s) for s in schedule]
         out["measured"] = check

@@ -19,7 +19,9 @@ def test_json_gives_recommended_k_predicted_speedup_and_the_per_k_table(capsys):
     assert data["recommended_k"] == 4
     assert data["predicted_speedup"] == pytest.approx(3.7086 / 1.72, abs=1e-3)
     assert len(data["table"]) == 4 and data["extrapolation"]["method"] == "none"
-    assert data["sources"] == {"acceptance": "given", "cost_ratio": "given", "overhead": "none modelled"}
+    assert data["sources"] == {"acceptance": "given", "cost_ratio": "given", "overhead": "none modelled",
+                               "host_cost": None}
+    assert data["host_cost"] is None and not any(row["host_bound"] for row in data["table"])
 
 
 def test_text_output_marks_the_recommended_and_the_extrapolated_rows(capsys):

@@ -174,4 +174,4 @@ def test_json_holds_recommended_k_predicted_speedup_and_a_row_per_k():
     assert [r["k"] for r in data["table"]] == [1, 2, 3, 4, 5, 6]
     assert data["extrapolation"]["method"] == "geometric"
     assert set(data["table"][0]) == {"k", "acceptance", "expected_tokens_per_step", "step_cost",
-                                     "predicted_speedup", "extrapolated"}
+                                     "predicted_speedup", "extrapolated", "host_bound"}

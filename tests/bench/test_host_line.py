@@ -1,0 +1,103 @@
+"""The host line of a speculative step: launching the drafter from the CPU can take longer than running it.
+
+Found on the GPU (docs/gpu/README.md, issue 7): vLLM 0.26's draft_model path spends ~10 ms of host time per
+drafted token on an E2B-shaped drafter against ~3.3 ms of GPU work, so past K = 3 the host sets the pace.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specdraft.bench import HostCost, host_cost_from_ms, host_cost_named, known_host_costs, recommend, step_cost
+from specdraft.cli import main
+from specdraft.errors import UserError
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs/gpu/raw/issue7_h100/results.jsonl"
+
+
+def test_a_step_takes_the_longer_of_the_gpu_and_the_host_line():
+    host = HostCost(per_step=0.2, per_draft_token=0.45)
+    assert step_cost(1, 0.15, 0.1, host) == pytest.approx(1.25)  # GPU: 1 + 0.15 + 0.1 > 0.65
+    assert step_cost(4, 0.15, 0.1, host) == pytest.approx(2.0)  # host: 0.2 + 4 * 0.45 > 1.7
+    assert step_cost(4, 0.15, 0.1) == pytest.approx(1.7)
+
+
+def test_a_costly_host_line_recommends_a_shorter_draft_and_marks_host_bound_rows():
+    rates = [0.85 ** i for i in range(1, 9)]
+    without = recommend(rates, 0.135, overhead=0.086)
+    with_host = recommend(rates, 0.135, overhead=0.086, host=HostCost(0.219, 0.432))
+    assert without.recommended_k == 6 and with_host.recommended_k == 3
+    assert [row.host_bound for row in with_host.table[:4]] == [False, False, True, True]
+    assert with_host.to_json()["host_cost"]["per_draft_token"] == pytest.approx(0.432)
+
+
+def test_host_times_in_ms_are_fractions_of_the_target_step_and_must_be_sane():
+    host = host_cost_from_ms(5.0, 10.0, 20.0)
+    assert (host.per_step, host.per_draft_token) == (0.25, 0.5)
+    for bad in ((-1.0, 10.0, 20.0), (5.0, float("inf"), 20.0), (5.0, 10.0, 0.0)):
+        with pytest.raises(UserError):
+            host_cost_from_ms(*bad)
+
+
+def test_every_known_host_cost_names_what_was_measured():
+    table = known_host_costs()
+    assert "vllm0.26-draft_model-e2b-async" in table
+    for entry in table.values():
+        assert entry["per_step_ms"] >= 0 and entry["per_draft_token_ms"] > 0
+        assert {"method", "vllm", "gpu", "drafter", "async_scheduling", "measured_at_k", "source"} <= entry.keys()
+    assert host_cost_named("vllm0.26-draft_model-e2b-async", 10.428).per_draft_token == pytest.approx(1.0)
+
+
+def _h100_rows():
+    rows = [json.loads(line) for line in RESULTS.read_text().splitlines()]
+    target = next(r for r in rows if r["tag"] == "k0" and "error" not in r)
+    async_rows = {(r["k"], r["alpha"]): r for r in rows
+                  if r["tag"] in ("p2a", "p3a", "p4a", "p5a") and "alpha" in r}
+    return target, async_rows
+
+
+@pytest.mark.parametrize("alpha", [0.85, 0.70])
+def test_the_host_line_picks_the_best_measured_k_of_the_h100_sweep(alpha):
+    """tune's K is the best measured K (2..5, async scheduling) on the H100, and every prediction is
+    within 11% of the measurement; the GPU line alone (no host line) picks K = 6 and 4."""
+    target, rows = _h100_rows()
+    t = target["step_ms"]
+    measured = {k: r["decode_tok_s"] / target["decode_tok_s"] for (k, a), r in rows.items() if a == alpha}
+    acceptance = rows[(5, alpha)]["per_position_acceptance"]
+    known = known_host_costs()["vllm0.26-draft_model-e2b-async"]
+    c, o = known["gpu_draft_ms_per_token"] / t, known["gpu_idle_ms_per_step"] / t
+    rec = recommend(acceptance, c, overhead=o, host=host_cost_named("vllm0.26-draft_model-e2b-async", t))
+    best = max(measured, key=measured.get)
+    assert rec.recommended_k == best == 3
+    for row in rec.table:
+        if row.k in measured:
+            assert row.predicted_speedup == pytest.approx(measured[row.k], rel=0.11)
+    assert recommend(acceptance, c, overhead=o).recommended_k > 3  # the GPU line alone drafts longer
+
+
+def test_cli_host_costs_need_the_target_step_time(capsys):
+    code = main(["tune", "--per-position-acceptance", "0.8,0.6", "--cost-ratio", "0.13",
+                 "--host-costs", "vllm0.26-draft_model-e2b-async"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--host-costs needs the target's step time" in err and "--target-step-ms" in err
+
+
+def test_cli_host_ms_takes_two_numbers(capsys):
+    code = main(["tune", "--per-position-acceptance", "0.8", "--cost-ratio", "0.1", "--host-ms", "5",
+                 "--target-step-ms", "20"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--host-ms takes two numbers" in err
+
+
+def test_cli_host_ms_is_shown_in_text_and_json(capsys):
+    args = ["tune", "--per-position-acceptance", "0.85,0.7225,0.614,0.522", "--cost-ratio", "0.135",
+            "--host-ms", "5.3,10.4", "--target-step-ms", "24.1"]
+    assert main(args) == 0
+    out, _ = capsys.readouterr()
+    assert "max(1 + K*c + o, h_0 + K*h)" in out and "h host-bound" in out
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr()[0])
+    assert data["host_cost"]["per_step"] == pytest.approx(5.3 / 24.1, rel=1e-4)
+    assert data["sources"]["host_cost"].startswith("given: 5.3 ms per step")
+    assert data["recommended_k"] == 3
