@@ -1,6 +1,6 @@
 """Issue 7's lever table: every measured configuration next to tune's prediction for it.
 
-usage: levers.py RESULTS.jsonl OUTDIR [--tune "python -m specdraft tune"]
+usage: levers.py RESULTS.jsonl OUTDIR [--tune "python -m specdraft tune"] [--png]
 
 Reads the H100 run (``docs/gpu/raw/issue7_h100/results.jsonl``), prints a markdown table and writes
 OUTDIR/levers.json. The baseline is the target alone (``k0``) of the same machine. tune's prediction for
@@ -60,6 +60,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("results")
     p.add_argument("outdir")
     p.add_argument("--tune", default=f"{sys.executable} -m specdraft tune")
+    p.add_argument("--png", action="store_true", help="also plot OUTDIR/speedup_vs_k_h100.png (needs matplotlib)")
     args = p.parse_args(argv)
     rows = load(args.results)
     target = latest(rows, tag="k0")
@@ -119,7 +120,41 @@ def main(argv: list[str]) -> int:
         print(f"| {o['lever']} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.2f} | {o['speedup']:.3f} | "
               f"{o['step_ms']:.1f} | {o['tune_predicted']:.3f} | {o['prediction_error']:+.1%} | {o['basis']} |")
     print("\nbreak-even alpha (predicted speedup = 1.0):", json.dumps(even))
+    if args.png:
+        plot(args.tune, out, rows, t_ms, known, os.path.join(args.outdir, "speedup_vs_k_h100.png"))
     return 0
+
+
+def plot(command: str, out: list[dict], rows: list[dict], t_ms: float, known: dict, path: str) -> None:
+    """Measured speedup per K (async draft_model) beside tune with and without the host line, K = 1..8."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    h = known["vllm0.26-draft_model-e2b-async"]
+    c, o = h["gpu_draft_ms_per_token"] / t_ms, h["gpu_idle_ms_per_step"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
+        widest = max((x for x in rows if x.get("alpha") == alpha and x.get("method") == "draft_model"
+                      and x.get("async_scheduling") and "error" not in x), key=lambda x: x["k"])
+        acc = widest["per_position_acceptance"]
+        with_host = tune(command, acc, 8, c, o, t_ms, "vllm0.26-draft_model-e2b-async")["table"]
+        gpu_only = tune(command, acc, 8, c, o, t_ms, None)["table"]
+        ks = [r["k"] for r in with_host]
+        ax.plot(ks, [r["predicted_speedup"] for r in with_host], "-", color=colour,
+                label=f"tune with host line, alpha {alpha}")
+        ax.plot(ks, [r["predicted_speedup"] for r in gpu_only], ":", color=colour,
+                label=f"tune without (textbook GPU line), alpha {alpha}")
+        meas = sorted((o_["k"], o_["speedup"]) for o_ in out
+                      if o_["alpha"] == alpha and o_["method"] == "draft_model" and o_["async_scheduling"])
+        ax.plot([k for k, _ in meas], [v for _, v in meas], "o", color=colour, label=f"measured, alpha {alpha}")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("num_speculative_tokens K")
+    ax.set_ylabel("decode speedup over the target alone")
+    ax.set_title("31B + E2B shapes, draft_model + async scheduling, NVIDIA H100, vLLM 0.26.0", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
 
 
 if __name__ == "__main__":
