@@ -11,6 +11,7 @@ wheels), including the measured gain that justifies passing the flag.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from typing import Literal
@@ -76,7 +77,7 @@ def measured_gain() -> str:
 
 
 def decide_async_scheduling(version: str | None, method: str | None, *, choice: AsyncSchedulingChoice = "auto",
-                            distribution: str | None = None, extra_args: list[str] = ()) -> AsyncSchedulingDecision:
+                            distribution: str | None = None, extra_args: Sequence[str] = ()) -> AsyncSchedulingDecision:
     """The decision for a speculative ``method`` (None: vLLM resolves it to ``draft_model``) on ``version``."""
     given = [arg.split("=", 1)[0] for arg in extra_args if arg.split("=", 1)[0] in (FLAG, OPT_OUT)]
     if given:
@@ -90,14 +91,12 @@ def decide_async_scheduling(version: str | None, method: str | None, *, choice: 
         return AsyncSchedulingDecision(
             outcome="unknown", flag=None,
             reason=f"{where} specdraft's async-scheduling table (0.19.0-0.33.0); left to vLLM's default")
-    has_flag = bool(rule.get("flag"))
     if choice == "off":
         if not rule.get("opt_out"):
             return AsyncSchedulingDecision(outcome="absent", flag=None,
                                            reason=f"vLLM {version} has no {OPT_OUT}; nothing to pass")
         return AsyncSchedulingDecision(outcome="opted-out", flag=rule["opt_out"], vllm_default=rule.get("default"),
-                                       reason=f"opted out (launch --no-async-scheduling): vLLM's own switch; vLLM {version}'s "
-                                              f"default for draft_model is {rule.get('default')}")
+                                       reason="opted out with launch --no-async-scheduling: vLLM's own switch")
     if (method or "draft_model") != "draft_model":
         return AsyncSchedulingDecision(outcome="vllm-default", flag=None,
                                        reason=f"method {method}: vLLM {version} decides async scheduling itself")
@@ -105,14 +104,13 @@ def decide_async_scheduling(version: str | None, method: str | None, *, choice: 
     if default == "on":
         return AsyncSchedulingDecision(outcome="vllm-default", flag=None, vllm_default="on",
                                        reason=f"vLLM {version} turns async scheduling on for draft_model by default")
-    if not has_flag:
+    if not rule.get("flag"):
         return AsyncSchedulingDecision(outcome="absent", flag=None, vllm_default=default,
                                        reason=f"vLLM {version} has no {FLAG}; draft_model runs without it")
     if rule.get("explicit") != "accepted":
         return AsyncSchedulingDecision(
             outcome="refused", flag=None, vllm_default=default,
-            reason=f"vLLM {version} refuses {FLAG} with draft_model ({rule.get('explicit_refusal', 'refused')}); "
-                   "left off")
+            reason=f"vLLM {version} refuses {FLAG} with draft_model; left off")
     return AsyncSchedulingDecision(
         outcome="enabled", flag=FLAG, vllm_default=default,
         reason=f"vLLM {version} would disable it for draft_model but accepts it explicitly; {measured_gain()}; "
