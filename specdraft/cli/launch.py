@@ -47,6 +47,10 @@ def register(subparsers, name: str, help_text: str) -> None:
     pair.add_argument("--allow-leaky-template", action="store_true",
                       help="launch even if the template check finds a thought-channel leak")
     pair.add_argument("--enable-thinking", action="store_true", help="server default enable_thinking=true")
+    pair.add_argument("--no-async-scheduling", action="store_const", const="off", default="auto",
+                      dest="async_scheduling",
+                      help="pass vLLM's --no-async-scheduling (default: --async-scheduling for draft_model where "
+                           "the release accepts it but would leave it off)")
     run = parser.add_argument_group("running")
     run.add_argument("--hotfixes", choices=["apply", "check", "skip"], default="apply",
                      help="apply pending KV-sharing hotfixes before serving, only check them, or skip (default: apply)")
@@ -80,7 +84,8 @@ def _request(args: argparse.Namespace):
         tensor_parallel_size=args.tensor_parallel_size, draft_tensor_parallel_size=args.draft_tensor_parallel_size,
         quantization=args.quantization, draft_quantization=args.draft_quantization, chat_template=args.chat_template,
         allow_leaky_template=args.allow_leaky_template, enable_thinking=args.enable_thinking,
-        hotfixes=args.hotfixes, python=args.python, vllm_root=args.vllm_root, extra_args=list(args.extra),
+        async_scheduling=args.async_scheduling, hotfixes=args.hotfixes, python=args.python, vllm_root=args.vllm_root,
+        extra_args=list(args.extra),
     )
     try:
         return LaunchRequest(**fields)

@@ -4,6 +4,7 @@ Nothing here imports vllm or torch. ``build_launch_plan`` is the entry point; th
 are public so launch scripts can build or check a plan step by step.
 """
 
+from specdraft.config._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.config._checkpoint import Checkpoint, LayerKV, Quantization, inspect_checkpoint
 from specdraft.config._checks import HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled
 from specdraft.findings import Finding, worst_level
@@ -15,9 +16,9 @@ from specdraft.config._speculative import SpeculativeConfig
 from specdraft.config._vllm_flags import VllmArguments, read_vllm_arguments
 
 __all__ = [
-    "Checkpoint", "Finding", "GpuProfile", "HotfixState", "KVShape", "LaunchPlan", "LaunchRequest", "LayerKV",
-    "MemoryPlan", "MultimodalVerdict", "PROFILES", "PairFacts", "Quantization", "ServeFlag", "ServePlan",
-    "SpeculativeConfig", "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair",
+    "AsyncSchedulingDecision", "Checkpoint", "Finding", "GpuProfile", "HotfixState", "KVShape", "LaunchPlan",
+    "LaunchRequest", "LayerKV", "MemoryPlan", "MultimodalVerdict", "PROFILES", "PairFacts", "Quantization",
+    "ServeFlag", "ServePlan", "SpeculativeConfig", "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide_async_scheduling",
     "describe_validation_error", "gather_vllm_facts", "inspect_checkpoint", "kv_shape", "multimodal_verdict",
     "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "worst_level",
 ]

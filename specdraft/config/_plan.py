@@ -13,6 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specdraft.config._async_scheduling import (
+    AsyncSchedulingChoice, AsyncSchedulingDecision, decide_async_scheduling,
+)
 from specdraft.config._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.config._checks import (
     HYBRID_FLAG, HotfixMode, HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled,
@@ -70,6 +73,9 @@ class LaunchRequest(BaseModel):
     """Launch even if the template check finds a thought-channel leak."""
     enable_thinking: bool = False
     """Server default for the template's ``enable_thinking``."""
+    async_scheduling: AsyncSchedulingChoice = "auto"
+    """``auto`` passes ``--async-scheduling`` for ``draft_model`` where vLLM accepts it but would leave it off;
+    ``off`` passes vLLM's ``--no-async-scheduling``."""
     hotfixes: HotfixMode = "apply"
     """``apply`` pending hotfixes before serving, only ``check`` them, or ``skip`` them."""
     python: str | None = None
@@ -103,6 +109,8 @@ class LaunchPlan(BaseModel):
     """The serving vLLM: python, version, distribution, package root, hotfix statuses."""
     template: dict
     """The chat template passed: path, its variant, the variant the target needs."""
+    async_scheduling: AsyncSchedulingDecision
+    """Whether the plan passes ``--async-scheduling`` (or ``--no-async-scheduling``), and why."""
 
     @property
     def argv(self) -> list[str]:
@@ -125,6 +133,7 @@ class LaunchPlan(BaseModel):
             "draft": self.draft,
             "vllm": self.vllm,
             "template": self.template,
+            "async_scheduling": self.async_scheduling.model_dump(),
             "ok": not self.has_errors,
         }
 
@@ -199,7 +208,8 @@ def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[Speculative
 
 def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeConfig, method_reason: str,
            max_model_len: int, max_len_reason: str, utilization: float, utilization_reason: str,
-           hybrid_reason: str | None, template: Path | None, language_model_only: str | None) -> list[ServeFlag]:
+           hybrid_reason: str | None, template: Path | None, language_model_only: str | None,
+           async_scheduling: AsyncSchedulingDecision) -> list[ServeFlag]:
     quantization = request.quantization or target.quantization.method
     draft_quant = speculative.quantization
     spec_reason = (f"{speculative.num_speculative_tokens} draft tokens per step from {request.draft}"
@@ -229,6 +239,8 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
         add(HYBRID_FLAG, None, f"{hybrid_reason}; the hybrid manager refuses such a pair")
     if language_model_only:
         add("--language-model-only", None, language_model_only)
+    if async_scheduling.flag:
+        add(async_scheduling.flag, None, async_scheduling.reason)
     add("--trust-remote-code", None, "validated seed flag; Gemma 4 checkpoints may ship custom processor code")
     add("--enable-auto-tool-choice", None, "lets the model call tools when a request offers them")
     add("--tool-call-parser", "gemma4", "parses <|tool_call>call:NAME{...}<tool_call|> into tool_calls")
@@ -352,8 +364,10 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     language_model_only = ("vLLM " + str(vllm.version) + "'s draft_model refuses multimodal targets; the target "
                            "serves text only") if is_mm_refused and "--language-model-only" not in request.extra_args \
         else None
+    async_scheduling = decide_async_scheduling(vllm.version, speculative.method, choice=request.async_scheduling,
+                                               distribution=vllm.distribution, extra_args=request.extra_args)
     flags = _flags(request, target, speculative, method_reason, max_model_len, max_len_reason, utilization,
-                   utilization_reason, hybrid_reason, template_path, language_model_only)
+                   utilization_reason, hybrid_reason, template_path, language_model_only, async_scheduling)
     flags, override_findings = _let_extra_args_override(flags, request.extra_args)
     flags, version_findings = _restrict_to_version(flags, vllm, request.extra_args, speculative)
     version_findings = override_findings + version_findings
@@ -373,6 +387,9 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     if template.findings and request.allow_leaky_template:
         findings = [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
                     if f.check == "chat-template" and f.level == "error" else f for f in findings]
+    if async_scheduling.outcome in ("refused", "absent", "unknown", "not-applicable"):
+        findings.append(Finding(level="info", check="async-scheduling",
+                                message=f"--async-scheduling not passed: {async_scheduling.reason}"))
     findings.append(_memory_finding(memory, request, lowered_from))
     unweighed = [c.ref for c in (target, draft) if c.is_known and c.weight_bytes is None]
     if unweighed:
@@ -388,4 +405,5 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
               "note": vllm.note, "hotfixes": [h.__dict__ for h in vllm.hotfixes] if vllm.hotfixes else None},
         template={"path": str(template_path) if template_path else None, "variant": template.variant,
                   "needed_variant": target.template_variant, "note": template.note},
+        async_scheduling=async_scheduling,
     )

@@ -124,3 +124,19 @@ def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
     by_check = {f["check"]: f for f in plan["findings"]}
     assert by_check["serve-flags"]["message"] == "every flag is defined by vLLM 0.19.0"
     assert by_check["hotfixes"]["message"].endswith("pending ones are applied before serving")
+
+
+def test_dry_run_on_a_release_that_would_disable_async_scheduling_passes_it_and_says_why(specdraft_cli):
+    from specdraft.patching.release_trees import release_tree
+
+    tree = str(release_tree("0.26.0", progress=lambda line: None))
+    base = ("launch", "--target", TARGET, "--draft", DRAFT, "--vllm-root", tree, "--dry-run")
+    plan = json.loads(specdraft_cli(*base, "--json").stdout)
+    assert "--async-scheduling" in plan["argv"]
+    assert plan["async_scheduling"]["outcome"] == "enabled"
+    assert plan["async_scheduling"]["reason"].startswith("vLLM 0.26.0 would disable it for draft_model")
+    report = specdraft_cli(*base).stdout
+    assert "\n  --async-scheduling                 vLLM 0.26.0 would disable it for draft_model but" in report
+    opted_out = json.loads(specdraft_cli(*base, "--json", "--no-async-scheduling").stdout)
+    assert "--no-async-scheduling" in opted_out["argv"] and "--async-scheduling" not in opted_out["argv"]
+    assert opted_out["async_scheduling"]["outcome"] == "opted-out"
