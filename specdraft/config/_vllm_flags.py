@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-_CLI_ARGS_FILES = ("entrypoints/openai/cli_args.py", "entrypoints/launchers/cli_args.py")
+# the server options moved over the releases: openai/ (0.19-0.32), launchers/ (0.3x), common/ (0.33)
+_CLI_ARGS_FILES = ("entrypoints/openai/cli_args.py", "entrypoints/launchers/cli_args.py",
+                   "entrypoints/common/cli_args.py")
 
 
 @dataclass(frozen=True)

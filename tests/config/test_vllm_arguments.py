@@ -47,7 +47,7 @@ def test_static_reading_finds_exactly_the_real_parsers_options(vllm_cpu_python):
     assert static == real - generated_negations - {"-h", "--help"}
 
 
-@pytest.mark.parametrize("version", ["0.19.0", "0.26.0"])
+@pytest.mark.parametrize("version", ["0.19.0", "0.26.0", "0.28.0", "0.31.0", "0.33.0"])
 def test_every_flag_the_plan_can_emit_exists_in_release(release, version):
     arguments = read_vllm_arguments(release(version))
     assert [f for f in SEED_FLAGS if f not in arguments.serve_flags] == []
