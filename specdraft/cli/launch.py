@@ -29,8 +29,8 @@ def register(subparsers, name: str, help_text: str) -> None:
     pair.add_argument("--draft", help="draft checkpoint: local directory or Hugging Face repo id")
     pair.add_argument("--profile", choices=["dgx-spark", "h100", "h200"], default="dgx-spark",
                       help="GPU profile for the memory plan (default: dgx-spark)")
-    pair.add_argument("--num-speculative-tokens", type=int, default=4, metavar="K",
-                      help="draft tokens per target step (default: 4)")
+    pair.add_argument("--num-speculative-tokens", type=int, metavar="K",
+                      help="draft tokens per target step (default: 4 on dgx-spark, 3 on h100/h200: measured)")
     pair.add_argument("--method", choices=["draft_model", "mtp"],
                       help="speculative method (default: detected; mtp for Gemma 4 assistants)")
     pair.add_argument("--max-model-len", type=int, metavar="N",

@@ -43,8 +43,8 @@ class LaunchRequest(BaseModel):
     """Draft checkpoint: local directory or Hugging Face repo id."""
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan: ``dgx-spark``, ``h100`` or ``h200``."""
-    num_speculative_tokens: int = Field(default=4, gt=0)
-    """Draft tokens per target step (the seed's validated 4)."""
+    num_speculative_tokens: int | None = Field(default=None, gt=0)
+    """Draft tokens per target step; unset means ``default_num_speculative_tokens`` for the profile."""
     method: SpeculativeMethod | None = None
     """Speculative method; unset lets vLLM detect ``draft_model`` (set automatically where detection would fail)."""
     draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
@@ -189,6 +189,26 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     )
 
 
+# Measured (docs/gpu/README.md): with an E2B-shaped draft beside a 31B-shaped target, K = 3 was the fastest K on
+# an H100 (1.96x at alpha 0.85, against 1.82x at K = 4) and on an H200 (1.62x vs 1.54x): there the drafter's
+# launches cost ~10 ms of host time per drafted token, so longer drafts slow down. On a DGX Spark the target
+# step (~110 ms) hides that, and the user's K = 4 gave 2x.
+_DEFAULT_K = {"dgx-spark": (4, "the validated DGX Spark setting (9 -> 18 tok/s with an E2B draft)"),
+              "h100": (3, "the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
+                          "longer drafts are host-bound there (docs/gpu/README.md)"),
+              "h200": (3, "the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
+                          "longer drafts are host-bound there (docs/gpu/README.md)")}
+
+
+_ASSISTANT_K = (4, "the published recipes' N for Gemma 4 MTP assistants (2 for E2B, 4 for E4B/26B, 4-8 for 31B); "
+                   "not measured by specdraft")
+
+
+def default_num_speculative_tokens(profile: str, assistant: bool = False) -> tuple[int, str]:
+    """The K a launch uses when none is given, and why (measured per GPU profile for draft models)."""
+    return _ASSISTANT_K if assistant else _DEFAULT_K.get(profile, _DEFAULT_K["dgx-spark"])
+
+
 def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[SpeculativeConfig, str]:
     method, why = request.method, ""
     if method is None and draft.is_assistant:
@@ -198,7 +218,8 @@ def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[Speculative
     config = SpeculativeConfig(
         method=method,
         model=request.draft,
-        num_speculative_tokens=request.num_speculative_tokens,
+        num_speculative_tokens=(request.num_speculative_tokens
+                                or default_num_speculative_tokens(request.profile, draft.is_assistant)[0]),
         draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
@@ -212,7 +233,9 @@ def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeC
            async_scheduling: AsyncSchedulingDecision) -> list[ServeFlag]:
     quantization = request.quantization or target.quantization.method
     draft_quant = speculative.quantization
-    spec_reason = (f"{speculative.num_speculative_tokens} draft tokens per step from {request.draft}"
+    k_reason = ("given" if request.num_speculative_tokens else
+                default_num_speculative_tokens(request.profile, speculative.method == "mtp")[1])
+    spec_reason = (f"{speculative.num_speculative_tokens} draft tokens per step ({k_reason}) from {request.draft}"
                    + (f", quantization {draft_quant}" if draft_quant else "")
                    + (f"; method set because {method_reason}" if method_reason else ""))
     flags = []

@@ -106,3 +106,24 @@ def test_a_checkpoint_without_weights_makes_the_memory_plan_say_it_is_optimistic
     plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
     assert any(f.check == "memory" and f.level == "warning" and f.message.startswith(f"weight size unknown for {target}")
                for f in plan.findings)
+
+
+@pytest.mark.parametrize("profile, k", [("dgx-spark", 4), ("h100", 3), ("h200", 3)])
+def test_unset_k_is_the_measured_best_for_the_profile_and_says_why(profile, k):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile=profile))
+    flag = plan.serve.flag("--speculative-config")
+    assert json.loads(flag.value)["num_speculative_tokens"] == k
+    assert f"{k} draft tokens per step (" in flag.reason
+    assert ("host-bound" in flag.reason) == (profile != "dgx-spark")
+
+
+def test_a_given_k_wins_over_the_profiles():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h100", num_speculative_tokens=5))
+    flag = plan.serve.flag("--speculative-config")
+    assert json.loads(flag.value)["num_speculative_tokens"] == 5 and "(given)" in flag.reason
+
+
+def test_an_assistant_draft_keeps_the_recipes_k():
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft="google/gemma-4-31B-it-assistant", profile="h100"))
+    flag = plan.serve.flag("--speculative-config")
+    assert json.loads(flag.value)["num_speculative_tokens"] == 4 and "MTP assistants" in flag.reason
