@@ -230,7 +230,7 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
     versions = ">=0.25.0"  # 0.21.0-0.24.0 share MTP embeddings of any width; 0.25.0 added the width check
     function = "Gemma4Proposer"
     modules = ("vllm.v1.spec_decode.gemma4",)
-    context = (_BASE,)  # whether the inherited method refuses other widths decides whether the fix is needed
+    context = ("vllm.v1.spec_decode.llm_base_proposer",)  # whether the inherited method refuses other widths decides whether the fix is needed
 
     def inspect(self, function, module: cst.Module, context) -> Finding:
         if not isinstance(function, cst.ClassDef):
