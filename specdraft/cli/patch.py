@@ -63,8 +63,9 @@ def _run_list(args: argparse.Namespace) -> ExitCode:
             for h in hotfixes
         ], indent=2))
         return ExitCode.OK
+    width = max((len(h.id) for h in hotfixes), default=0)
     for h in hotfixes:
-        print(f"{h.id:<32} {h.package}{h.versions:<10} {h.title}")
+        print(f"{h.id:<{width}} {h.package}{h.versions:<10} {h.title}")
     print(f"{len(hotfixes)} hotfixes")
     return ExitCode.OK
 
@@ -138,10 +139,11 @@ def _render(args, install, reports, stream=None) -> None:
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2), file=stream)
         return
+    width = max((len(r.id) for r in reports), default=0)
     for r in reports:
         done = f"{r.outcome}: " if r.outcome else ""
         where = f"  [{r.function}]" if r.file else ""
-        print(f"{r.id:<32} {r.status.value:<15} {done}{r.detail}{where}", file=stream)
+        print(f"{r.id:<{width}} {r.status.value:<15} {done}{r.detail}{where}", file=stream)
     counts = Counter(r.status.value for r in reports)
     summary = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
     print(f"{install.describe()}: {summary}", file=stream)

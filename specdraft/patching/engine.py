@@ -92,12 +92,13 @@ class _Tree:
         self._parsed.pop(path, None)
 
     def declaring_files(self, entry: CatalogEntry) -> list[Path]:
-        """Files whose text declares ``def entry.function``: the expected modules, else their siblings.
+        """Files whose text declares ``def`` or ``class entry.function``: the expected modules, else their siblings.
 
         Cheap text search decides only which files to parse; whether a declaration is a real
-        top-level function is decided on the parsed tree.
+        top-level function or class is decided on the parsed tree.
         """
-        declares = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(entry.function.encode()) + rb"\b", re.M)
+        declares = re.compile(
+            rb"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+" + re.escape(entry.function.encode()) + rb"\b", re.M)
         expected = [self.file_of(name) for name in entry.modules]
 
         def declaring(paths: list[Path]) -> list[Path]:
@@ -302,14 +303,14 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
     sites = [
         (path, function)
         for path in tree.declaring_files(entry)
-        for function in _top_level_functions(tree.parse(path).body, entry.function)
+        for function in _top_level_definitions(tree.parse(path).body, entry.function)
     ]
     if not sites:
         places = ", ".join(entry.modules)
-        return _Assessment(entry, Status.DRIFTED, f"{entry.function}() not found in {places} or sibling modules")
+        return _Assessment(entry, Status.DRIFTED, f"{entry.function} not found in {places} or sibling modules")
     if len(sites) > 1:
         where = ", ".join(sorted({tree.module_name_of(path) for path, _ in sites}))
-        return _Assessment(entry, Status.DRIFTED, f"{entry.function}() is defined {len(sites)} times ({where}): ambiguous")
+        return _Assessment(entry, Status.DRIFTED, f"{entry.function} is defined {len(sites)} times ({where}): ambiguous")
     ((path, function),) = sites
     hotfix = entry.load()
     context = {name: tree.read_ast(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
@@ -325,17 +326,17 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
     return _Assessment(entry, status_now, detail, file=path, module_name=module_name)
 
 
-def _top_level_functions(body, name: str) -> list[cst.FunctionDef]:
-    """Module-level ``def name`` nodes, including those in the blocks of a top-level if/try/with."""
+def _top_level_definitions(body, name: str) -> list[cst.FunctionDef | cst.ClassDef]:
+    """Module-level ``def name`` / ``class name`` nodes, including those in the blocks of a top-level if/try/with."""
     import libcst as cst
 
     found = []
     for statement in body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == name:
             found.append(statement)
         elif isinstance(statement, (cst.If, cst.Try, cst.With)):
             for block in _blocks_of(statement):
-                found += _top_level_functions(block.body, name)
+                found += _top_level_definitions(block.body, name)
     return found
 
 
@@ -353,7 +354,7 @@ def _blocks_of(statement) -> list:
 
 
 def _rewrite(module: cst.Module, entry: CatalogEntry) -> cst.Module:
-    (function,) = _top_level_functions(module.body, entry.function)
+    (function,) = _top_level_definitions(module.body, entry.function)
     return module.deep_replace(function, entry.load().rewrite(function))
 
 

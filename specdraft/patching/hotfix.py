@@ -1,4 +1,4 @@
-"""What a hotfix is: a self-describing edit of one function of an installed package.
+"""What a hotfix is: a self-describing edit of one function (or one class) of an installed package.
 
 A hotfix file in ``hotfixes/`` defines one subclass of ``Hotfix`` that reads top to bottom:
 docstring, identity (``id``, ``title``, ``why``), where it applies (``package``, ``versions``,
@@ -7,15 +7,16 @@ docstring, identity (``id``, ``title``, ``why``), where it applies (``package``,
 
 The contract between a hotfix and the engine:
 
-- the engine finds the single top-level ``def function`` in the expected modules (or, if a release
-  moved it, in a sibling module of the same package) and hands its ``FunctionDef`` to ``inspect``;
+- the engine finds the single top-level ``def function`` (or ``class function``, for an edit that
+  adds a method) in the expected modules (or, if a release moved it, in a sibling module of the
+  same package) and hands its ``FunctionDef`` (``ClassDef``) to ``inspect``;
 - ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
   ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
   tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
   module, to check what the edit relies on there (an import, say), and the ``context`` modules
   (code elsewhere that decides whether the edit is right: what a called function raises, say) as
   ``ast`` trees, None when absent: they are only read, and ``ast`` parses them 20 times faster;
-- ``rewrite`` returns the edited function, and must put ``self.marker`` in a comment of the code
+- ``rewrite`` returns the edited function (class), and must put ``self.marker`` in a comment of the code
   it adds; it is only called on a function ``inspect`` found ``PENDING``;
 - ``probe(module)`` runs in the *target* interpreter (its source is shipped there, so it may only
   import the standard library and the patched package): it returns normally when the fixed
@@ -73,7 +74,7 @@ class Hotfix:
     versions: ClassVar[str]
     """PEP 440 specifier of the package versions the hotfix applies to."""
     function: ClassVar[str]
-    """Name of the top-level function the edit lives in."""
+    """Name of the top-level function the edit lives in (or of the top-level class, when it adds a method)."""
     modules: ClassVar[tuple[str, ...]]
     """Dotted modules where ``function`` is expected, most recent home first."""
     context: ClassVar[tuple[str, ...]] = ()
@@ -85,12 +86,12 @@ class Hotfix:
         """The comment text that identifies code we added."""
         return f"specdraft-hotfix: {self.id}"
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module,
+    def inspect(self, function: cst.FunctionDef | cst.ClassDef, module: cst.Module,
                 context: Mapping[str, ast.Module | None]) -> Finding:
         """Where the function stands; ``module`` is its whole module, ``context`` the ``context`` modules."""
         raise NotImplementedError
 
-    def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
+    def rewrite(self, function: cst.FunctionDef | cst.ClassDef) -> cst.FunctionDef | cst.ClassDef:
         raise NotImplementedError
 
     @staticmethod
@@ -101,7 +102,7 @@ class Hotfix:
         """A full-line comment carrying the marker, to put in the ``leading_lines`` of added code."""
         return cst.EmptyLine(comment=cst.Comment(f"# {self.marker} ({reason})"))
 
-    def has_marker(self, function: cst.FunctionDef) -> bool:
+    def has_marker(self, function: cst.FunctionDef | cst.ClassDef) -> bool:
         return self.marker in cst.Module(body=[function]).code
 
 

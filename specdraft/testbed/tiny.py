@@ -106,6 +106,34 @@ DRAFT_CONFIG: dict = {
     "use_double_wide_mlp": True,
 }
 
+# A Gemma 4 MTP assistant for TARGET_CONFIG, shaped like google/gemma-4-31B-it-assistant: its own
+# (smaller) width, 3 sliding + 1 full layer that all read the target's KV cache (so their attention
+# shapes are the target's), and `backbone_hidden_size` = the target's width.
+ASSISTANT_CONFIG: dict = {
+    "architectures": ["Gemma4AssistantForCausalLM"],
+    "model_type": "gemma4_assistant",
+    "backbone_hidden_size": TARGET_CONFIG["hidden_size"],
+    "num_centroids": 32,
+    "centroid_intermediate_top_k": 4,
+    "use_ordered_embeddings": False,
+    "tie_word_embeddings": True,
+    "dtype": "bfloat16",
+    "text_config": {
+        **{k: v for k, v in _COMMON.items() if k != "architectures"},
+        "final_logit_softcapping": None,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 4,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+        "num_kv_shared_layers": 4,
+        **{k: TARGET_CONFIG[k] for k in ("num_attention_heads", "num_key_value_heads", "head_dim", "global_head_dim",
+                                         "num_global_key_value_heads", "attention_k_eq_v", "sliding_window")},
+        "hidden_size_per_layer_input": 0,
+        "vocab_size_per_layer_input": 0,
+        "use_double_wide_mlp": False,
+    },
+}
+
 _GENERATION_CONFIG = {
     "bos_token_id": SPECIAL_TOKENS["<bos>"],
     "eos_token_id": [SPECIAL_TOKENS["<eos>"], SPECIAL_TOKENS["<turn|>"], SPECIAL_TOKENS["<|tool_response>"]],
@@ -148,6 +176,22 @@ def build_tiny_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return pair
+
+
+def write_tiny_assistant(out_dir: str | os.PathLike) -> Path:
+    """Write (or find) the config of a tiny MTP assistant for the tiny target, under `out_dir`.
+
+    Only `config.json`: it serves with `--load-format dummy` (random weights), beside the tiny pair's
+    target, as `speculative_config={"method": "mtp", "model": <this directory>}`.
+    """
+    text = json.dumps(ASSISTANT_CONFIG, indent=2) + "\n"
+    directory = Path(out_dir).expanduser() / f"tiny-gemma4-assistant-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    if not (directory / "config.json").is_file():
+        directory.mkdir(parents=True, exist_ok=True)
+        staging = directory / ".config.json.tmp"
+        staging.write_text(text)
+        os.replace(staging, directory / "config.json")
+    return directory
 
 
 def _content_key(seed: int) -> str:
@@ -257,4 +301,5 @@ def _read_model_config(source: str, models_dir: str | os.PathLike | None) -> dic
     return config
 
 
-__all__ = ["TinyPair", "build_tiny_pair", "write_dummy_checkpoint", "TARGET_CONFIG", "DRAFT_CONFIG"]
+__all__ = ["TinyPair", "build_tiny_pair", "write_tiny_assistant", "write_dummy_checkpoint",
+           "TARGET_CONFIG", "DRAFT_CONFIG", "ASSISTANT_CONFIG"]

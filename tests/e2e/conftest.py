@@ -45,10 +45,13 @@ def private_python(vllm_python, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def run_engine():
-    """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result."""
+    """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result.
+
+    Further keyword arguments (`method`, `load_format`, `num_speculative_tokens`) go into the spec
+    that `engine_run.py` reads."""
 
     def run(python: Path, pair, prompts, max_tokens, *, speculative=True, disable_hybrid=True,
-            dtype="bfloat16", label=""):
+            dtype="bfloat16", label="", **more_spec):
         spec = {
             "target": str(pair.target),
             "draft": str(pair.draft) if speculative else None,
@@ -56,6 +59,7 @@ def run_engine():
             "dtype": dtype,
             "prompts": prompts,
             "max_tokens": max_tokens,
+            **more_spec,
         }
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
         completed = subprocess.run([str(python), str(ENGINE_RUN), json.dumps(spec)], capture_output=True,

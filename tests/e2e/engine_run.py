@@ -4,7 +4,8 @@ Run by the vLLM venv's python (not specdraft's), as `python engine_run.py '<json
 core and the worker run in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0), so a start-up failure
 surfaces here with its own type and message, and the KV cache layout can be read off both the
 scheduler and the worker. Spec keys: target, draft (or null), disable_hybrid (bool), dtype,
-prompts (token id lists), max_tokens, num_speculative_tokens.
+prompts (token id lists), max_tokens, num_speculative_tokens, method (`draft_model`, the default,
+or `mtp` with a Gemma 4 assistant as the draft), load_format (`auto`, or `dummy`: random weights).
 """
 
 import json
@@ -58,11 +59,12 @@ def main():
 
         options = {}
         if spec.get("draft"):
+            method = spec.get("method", "draft_model")
             options["speculative_config"] = {
-                "method": "draft_model",
+                "method": method,
                 "model": spec["draft"],
                 "num_speculative_tokens": spec.get("num_speculative_tokens", 4),
-                "draft_tensor_parallel_size": 1,
+                **({"draft_tensor_parallel_size": 1} if method == "draft_model" else {}),
             }
         llm = LLM(
             model=spec["target"],
@@ -73,6 +75,7 @@ def main():
             seed=0,
             disable_log_stats=False,
             disable_hybrid_kv_cache_manager=spec.get("disable_hybrid", True),
+            load_format=spec.get("load_format", "auto"),
             **options,
         )
         result["startup_s"] = round(time.time() - started, 1)

@@ -19,6 +19,8 @@ from specdraft.patching.release_trees import copy_tree, release_tree
 # 0.18.1 has no Gemma 4 (not-applicable); 0.33.0 moved is_kv_cache_spec_uniform to kv_cache_planning.
 SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0")
 RELEASE_WITHOUT_GEMMA4 = "0.18.1"
+# The two hotfixes every Gemma 4 release needs (gemma4-mtp-shares-backbone-embeddings has its own tests).
+KV_HOTFIXES = ["kv-sharing-uniform-specs", "kv-uniform-catches-valueerror"]
 
 REPO = Path(__file__).resolve().parents[2]
 

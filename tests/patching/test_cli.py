@@ -17,12 +17,13 @@ def test_status_check_fails_while_pending_and_passes_once_applied(tree_of, cli):
 
 
 def test_json_reports_carry_id_status_file_and_version(tree_of, cli):
-    root = tree_of("0.22.1")
+    root = tree_of("0.26.0")
     code, out, _ = cli("status", "--json", "--vllm-root", root)
     reports = json.loads(out)
-    assert code == 0 and [r["id"] for r in reports] == ["kv-sharing-uniform-specs", "kv-uniform-catches-valueerror"]
+    assert code == 0 and [r["id"] for r in reports] == [
+        "gemma4-mtp-shares-backbone-embeddings", "kv-sharing-uniform-specs", "kv-uniform-catches-valueerror"]
     for report in reports:
-        assert report["status"] == "pending" and report["vllm_version"] == "0.22.1"
+        assert report["status"] == "pending" and report["vllm_version"] == "0.26.0"
         assert report["file"].startswith(str(root)) and report["detail"]
 
 
@@ -31,15 +32,16 @@ def test_only_selects_hotfixes(tree_of, cli):
     code, out, _ = cli("apply", "--json", "--vllm-root", root, "--only", "kv-uniform-catches-valueerror")
     assert code == 0 and [(r["id"], r["status"]) for r in json.loads(out)] == [("kv-uniform-catches-valueerror", "applied")]
     statuses = {r["id"]: r["status"] for r in json.loads(cli("status", "--json", "--vllm-root", root)[1])}
-    assert statuses == {"kv-uniform-catches-valueerror": "applied", "kv-sharing-uniform-specs": "pending"}
+    assert statuses == {"kv-uniform-catches-valueerror": "applied", "kv-sharing-uniform-specs": "pending",
+                        "gemma4-mtp-shares-backbone-embeddings": "not-applicable"}
 
 
 def test_one_line_per_hotfix_then_a_summary(tree_of, cli):
     code, out, _ = cli("status", "--vllm-root", tree_of("0.18.1"))
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 3
-    assert lines[0].startswith("kv-sharing-uniform-specs") and "not-applicable" in lines[0]
-    assert lines[2].endswith("2 not-applicable")
+    assert code == 0 and len(lines) == 4
+    assert lines[0].startswith("gemma4-mtp-shares-backbone-embeddings") and "not-applicable" in lines[0]
+    assert lines[3].endswith("3 not-applicable")
 
 
 def test_status_answered_from_memo_equals_a_fresh_decision(tree_of, cli, monkeypatch, tmp_path):
@@ -50,4 +52,5 @@ def test_status_answered_from_memo_equals_a_fresh_decision(tree_of, cli, monkeyp
     assert json.loads(cli("status", "--json", "--vllm-root", root)[1]) == fresh
     cli("apply", "--vllm-root", root, "--only", "kv-sharing-uniform-specs")
     after = {r["id"]: r["status"] for r in json.loads(cli("status", "--json", "--vllm-root", root)[1])}
-    assert after == {"kv-sharing-uniform-specs": "applied", "kv-uniform-catches-valueerror": "pending"}
+    assert after == {"kv-sharing-uniform-specs": "applied", "kv-uniform-catches-valueerror": "pending",
+                     "gemma4-mtp-shares-backbone-embeddings": "fixed-upstream"}

@@ -9,7 +9,7 @@ import pytest
 
 from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
 
-from .conftest import RELEASE_WITHOUT_GEMMA4, SUPPORTED_RELEASES
+from .conftest import KV_HOTFIXES, RELEASE_WITHOUT_GEMMA4, SUPPORTED_RELEASES
 
 
 def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
@@ -27,13 +27,13 @@ def test_release_cycle_pending_diff_apply_verify_revert(tree_of, cli, version):
     install = locate(vllm_root=root)
     assert install.version == version
 
-    assert [r.status for r in status(install)] == [Status.PENDING, Status.PENDING]
+    assert [r.status for r in status(install, only=KV_HOTFIXES)] == [Status.PENDING, Status.PENDING]
 
-    code, out, _ = cli("diff", "--vllm-root", root)
+    code, out, _ = cli("diff", "--vllm-root", root, "--only", *KV_HOTFIXES)
     assert code == 1 and out.count("+++ b/vllm/") == 2 and "specdraft-hotfix:" in out
     assert _snapshot(root) == pristine
 
-    applied = apply(install)
+    applied = apply(install, only=KV_HOTFIXES)
     assert [(r.status, r.outcome) for r in applied] == [(Status.APPLIED, Outcome.CHANGED)] * 2
     patched = _snapshot(root)
     changed = {name for name in patched if patched[name] != pristine[name]}
@@ -41,17 +41,17 @@ def test_release_cycle_pending_diff_apply_verify_revert(tree_of, cli, version):
     for name in changed:
         compile((root / name).read_bytes(), name, "exec")
 
-    assert [r.outcome for r in apply(install)] == [Outcome.UNCHANGED] * 2
+    assert [r.outcome for r in apply(install, only=KV_HOTFIXES)] == [Outcome.UNCHANGED] * 2
     assert _snapshot(root) == patched, "a second apply must change zero bytes (and touch no file)"
 
-    assert [r.outcome for r in verify(install)] == [Outcome.PASSED] * 2
-    code, _, _ = cli("status", "--check", "--vllm-root", root)
+    assert [r.outcome for r in verify(install, only=KV_HOTFIXES)] == [Outcome.PASSED] * 2
+    code, _, _ = cli("status", "--check", "--vllm-root", root, "--only", *KV_HOTFIXES)
     assert code == 0
 
-    assert [r.outcome for r in revert(install)] == [Outcome.CHANGED] * 2
+    assert [r.outcome for r in revert(install, only=KV_HOTFIXES)] == [Outcome.CHANGED] * 2
     restored = _snapshot(root)
     assert {n: h for n, (h, _) in restored.items()} == {n: h for n, (h, _) in pristine.items()}
-    assert [r.status for r in status(install)] == [Status.PENDING, Status.PENDING]
+    assert [r.status for r in status(install, only=KV_HOTFIXES)] == [Status.PENDING, Status.PENDING]
 
 
 def test_uniformity_function_is_found_where_0_33_moved_it(tree_of):
@@ -64,8 +64,8 @@ def test_release_without_gemma4_is_not_applicable_and_untouched(tree_of, cli):
     root = tree_of(RELEASE_WITHOUT_GEMMA4)
     before = _snapshot(root)
     install = locate(vllm_root=root)
-    assert [r.status for r in status(install)] == [Status.NOT_APPLICABLE] * 2
-    assert [r.outcome for r in apply(install)] == [Outcome.UNCHANGED] * 2
+    assert [r.status for r in status(install)] == [Status.NOT_APPLICABLE] * 3
+    assert [r.outcome for r in apply(install)] == [Outcome.UNCHANGED] * 3
     assert cli("diff", "--vllm-root", root)[0] == 0
     assert _snapshot(root) == before
 
