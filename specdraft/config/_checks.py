@@ -193,26 +193,38 @@ def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disable
     return _ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
 
 
-def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode) -> Finding:
+MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
+"""Needed by every Gemma 4 MTP pairing where it is pending (vLLM 0.25.0-0.26.0), whatever the KV cache manager."""
+
+
+def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = False) -> Finding:
+    """``needed``: the pair runs with the hybrid KV cache manager off (the KV-sharing hotfixes matter);
+    ``mtp``: the draft is a Gemma 4 MTP assistant (the embedding-sharing hotfix matters)."""
     python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
-    if not needed:
-        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG}")
+    if not needed and not mtp:
+        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing")
     if vllm.hotfixes is None:
         return Finding(level="warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
-    drifted = [h for h in vllm.hotfixes if h.status == "drifted"]
-    pending = [h for h in vllm.hotfixes if h.status == "pending"]
+    relevant = [h for h in vllm.hotfixes if (mtp if h.id == MTP_HOTFIX else needed)]
+    drifted = [h for h in relevant if h.status == "drifted"]
+    pending = [h for h in relevant if h.status == "pending"]
     summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
     if drifted:
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in drifted)} drifted (the code around the "
                                f"anchor changed; specdraft will not patch it): {drifted[0].detail}",
                        hint=f"python -m specdraft patch diff --python {python}")
+    failures = []
+    if any(h.id != MTP_HOTFIX for h in pending):
+        failures.append("ValueError on window size, then KeyError on shared layers")
+    if any(h.id == MTP_HOTFIX for h in pending):
+        failures.append("the MTP assistant's pre_projection gets its own narrow embedding: a shape error")
     if pending and mode == "check":
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them engine "
-                               "start-up fails (ValueError on window size, then KeyError on shared layers)",
+                               f"start-up fails ({'; '.join(failures)})",
                        hint=f"python -m specdraft patch apply --python {python}  (or launch --hotfixes apply)")
     if pending and mode == "skip":
         return Finding(level="warning", check="hotfixes",
@@ -356,7 +368,8 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     needed = needs_hybrid_manager_disabled(facts.target, draft) is not None
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode))
+    mtp = (facts.speculative.method or ("mtp" if draft is not None and draft.is_assistant else None)) == "mtp"
+    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode, mtp))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,

@@ -202,3 +202,14 @@ def test_e_series_template_for_a_large_target_is_an_error(facts):
     finding = check_chat_template(_template_facts(facts, template_path=Path("/e.jinja"), template_variant="e"))
     assert finding.message == ("/e.jinja is the 'e' variant but target google/gemma-4-31B-it needs 'large' (the "
                                "thinking-off generation prompt differs)")
+
+
+def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager():
+    vllm = VllmFacts(python="/v/bin/python", version="0.26.0",
+                     hotfixes=(HotfixState("kv-sharing-uniform-specs", "applied"),
+                               HotfixState("gemma4-mtp-shares-backbone-embeddings", "pending")))
+    finding = check_hotfixes(False, vllm, "check", mtp=True)
+    assert finding.level == "error" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
+    assert "pre_projection" in finding.message and "window size" not in finding.message
+    assert check_hotfixes(False, vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
+    assert check_hotfixes(True, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
