@@ -193,6 +193,11 @@ def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disable
     return _ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
 
 
+def resolved_method(speculative: SpeculativeConfig, draft: Checkpoint | None) -> str:
+    """The method vLLM runs: the configured one, else ``mtp`` for a Gemma 4 assistant, else ``draft_model``."""
+    return speculative.method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
+
+
 MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
 """Needed by every Gemma 4 MTP pairing where it is pending (vLLM 0.25.0-0.26.0), whatever the KV cache manager."""
 
@@ -238,7 +243,7 @@ def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = 
 
 def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
                             vllm: VllmFacts, language_model_only: bool = False) -> Finding:
-    is_draft_model = (speculative.method or ("mtp" if draft and draft.is_assistant else "draft_model")) == "draft_model"
+    is_draft_model = resolved_method(speculative, draft) == "draft_model"
     if not is_draft_model or not target.is_known or not target.is_multimodal:
         reason = "target is text-only" if target.is_known and not target.is_multimodal else "not a draft_model pairing"
         return _ok("multimodal-target", reason if target.is_known else "target unknown")
@@ -368,8 +373,8 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     needed = needs_hybrid_manager_disabled(facts.target, draft) is not None
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    mtp = (facts.speculative.method or ("mtp" if draft is not None and draft.is_assistant else None)) == "mtp"
-    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode, mtp))
+    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode,
+                                   mtp=resolved_method(facts.speculative, draft) == "mtp"))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,
