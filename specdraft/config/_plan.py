@@ -193,11 +193,10 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
 # an H100 (1.96x at alpha 0.85, against 1.82x at K = 4) and on an H200 (1.62x vs 1.54x): there the drafter's
 # launches cost ~10 ms of host time per drafted token, so longer drafts slow down. On a DGX Spark the target
 # step (~110 ms) hides that, and the user's K = 4 gave 2x.
+_HOPPER_K = (3, "the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
+                "longer drafts are host-bound there (docs/gpu/README.md)")
 _DEFAULT_K = {"dgx-spark": (4, "the validated DGX Spark setting (9 -> 18 tok/s with an E2B draft)"),
-              "h100": (3, "the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
-                          "longer drafts are host-bound there (docs/gpu/README.md)"),
-              "h200": (3, "the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
-                          "longer drafts are host-bound there (docs/gpu/README.md)")}
+              "h100": _HOPPER_K, "h200": _HOPPER_K}
 
 
 _ASSISTANT_K = (4, "the published recipes' N for Gemma 4 MTP assistants (2 for E2B, 4 for E4B/26B, 4-8 for 31B); "
@@ -209,32 +208,32 @@ def default_num_speculative_tokens(profile: str, assistant: bool = False) -> tup
     return _ASSISTANT_K if assistant else _DEFAULT_K.get(profile, _DEFAULT_K["dgx-spark"])
 
 
-def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[SpeculativeConfig, str]:
+def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[SpeculativeConfig, str, str]:
+    """The speculative config, why the method was set ("" if left to vLLM), and where K came from."""
     method, why = request.method, ""
     if method is None and draft.is_assistant:
         method, why = "mtp", "the draft is a Gemma 4 MTP assistant"
     elif method is None and any(m in request.draft.lower() for m in ("eagle-", "eagle3", "dflash", "dspark")):
         method, why = "draft_model", "the draft path would make vLLM guess an EAGLE/DFlash/DSpark head"
+    k, k_reason = ((request.num_speculative_tokens, "given") if request.num_speculative_tokens
+                   else default_num_speculative_tokens(request.profile, draft.is_assistant))
     config = SpeculativeConfig(
         method=method,
         model=request.draft,
-        num_speculative_tokens=(request.num_speculative_tokens
-                                or default_num_speculative_tokens(request.profile, draft.is_assistant)[0]),
+        num_speculative_tokens=k,
         draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
     )
-    return config, why
+    return config, why, k_reason
 
 
 def _flags(request: LaunchRequest, target: Checkpoint, speculative: SpeculativeConfig, method_reason: str,
-           max_model_len: int, max_len_reason: str, utilization: float, utilization_reason: str,
+           k_reason: str, max_model_len: int, max_len_reason: str, utilization: float, utilization_reason: str,
            hybrid_reason: str | None, template: Path | None, language_model_only: str | None,
            async_scheduling: AsyncSchedulingDecision) -> list[ServeFlag]:
     quantization = request.quantization or target.quantization.method
     draft_quant = speculative.quantization
-    k_reason = ("given" if request.num_speculative_tokens else
-                default_num_speculative_tokens(request.profile, speculative.method == "mtp")[1])
     spec_reason = (f"{speculative.num_speculative_tokens} draft tokens per step ({k_reason}) from {request.draft}"
                    + (f", quantization {draft_quant}" if draft_quant else "")
                    + (f"; method set because {method_reason}" if method_reason else ""))
@@ -366,7 +365,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     hybrid_reason = needs_hybrid_manager_disabled(target, draft) if draft.is_known else \
         "the draft is unknown, so KV sharing cannot be ruled out"
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=hybrid_reason is not None)
-    speculative, method_reason = _speculative(request, draft)
+    speculative, method_reason, k_reason = _speculative(request, draft)
     profile = PROFILES[request.profile]
     utilization = request.gpu_memory_utilization or profile.gpu_memory_utilization
     utilization_reason = "given" if request.gpu_memory_utilization else f"{request.profile}: {profile.utilization_reason}"
@@ -389,7 +388,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         else None
     async_scheduling = decide_async_scheduling(vllm.version, speculative.method, choice=request.async_scheduling,
                                                distribution=vllm.distribution, extra_args=request.extra_args)
-    flags = _flags(request, target, speculative, method_reason, max_model_len, max_len_reason, utilization,
+    flags = _flags(request, target, speculative, method_reason, k_reason, max_model_len, max_len_reason, utilization,
                    utilization_reason, hybrid_reason, template_path, language_model_only, async_scheduling)
     flags, override_findings = _let_extra_args_override(flags, request.extra_args)
     flags, version_findings = _restrict_to_version(flags, vllm, request.extra_args, speculative)
