@@ -220,9 +220,13 @@ def extend_acceptance(
     return rates + tail, Extrapolation("geometric", measured, alpha)
 
 
+def _gpu_line(k: int, cost_ratio: float, overhead: float) -> float:
+    return 1.0 + k * cost_ratio + overhead
+
+
 def step_cost(k: int, cost_ratio: float, overhead: float = 0.0, host: HostCost | None = None) -> float:
     """One speculative step in target steps: ``1 + K*c + o``, or the host line when that is longer."""
-    gpu = 1.0 + k * cost_ratio + overhead
+    gpu = _gpu_line(k, cost_ratio, overhead)
     return gpu if host is None else max(gpu, host.line(k))
 
 
@@ -270,7 +274,7 @@ def recommend(
         expected += a
         cost = step_cost(k, cost_ratio, overhead, host)
         table.append(KPrediction(k, a, expected, cost, expected / cost, extrapolated=k > measured,
-                                 host_bound=cost > 1.0 + k * cost_ratio + overhead))
+                                 host_bound=cost > _gpu_line(k, cost_ratio, overhead)))
     top = max(row.predicted_speedup for row in table)
     best = next(row for row in table if row.predicted_speedup >= top - _TIE_TOLERANCE)
     notes = []
