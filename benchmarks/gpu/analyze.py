@@ -49,11 +49,14 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def tune_via_cli(command: str, rates: list[float], c: float, overhead: float = 0.0) -> dict:
+def tune_via_cli(command: str, rates: list[float], c: float, overhead: float = 0.0, max_k: int | None = None,
+                 extra: list[str] | None = None) -> dict:
+    """``tune --json`` for these inputs; ``extra`` are further tune options (e.g. ``--host-costs NAME``)."""
     argv = shlex.split(command) + ["--per-position-acceptance", ",".join(f"{a:.5f}" for a in rates),
-                                   "--cost-ratio", f"{c:.5f}", "--max-k", str(len(rates)), "--json"]
+                                   "--cost-ratio", f"{c:.5f}", "--max-k", str(max_k or len(rates)), "--json"]
     if overhead:
         argv += ["--overhead-fraction", f"{overhead:.5f}"]
+    argv += extra or []
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")

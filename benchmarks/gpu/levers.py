@@ -18,28 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze import latest, load  # noqa: E402  (beside this script)
+from analyze import latest, load, tune_via_cli  # noqa: E402  (beside this script)
 
 from specdraft.bench import known_host_costs  # noqa: E402
 
 
 def tune(command: str, rates: list[float], k: int, c: float, overhead_ms: float, target_ms: float,
          host: str | None) -> dict:
-    argv = shlex.split(command) + ["--per-position-acceptance", ",".join(f"{a:.5f}" for a in rates),
-                                   "--cost-ratio", f"{c:.5f}", "--overhead-ms", f"{overhead_ms:.3f}",
-                                   "--target-step-ms", f"{target_ms:.3f}", "--max-k", str(max(k, len(rates))),
-                                   "--json"]
-    if host:
-        argv += ["--host-costs", host]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout)
+    extra = ["--overhead-ms", f"{overhead_ms:.3f}", "--target-step-ms", f"{target_ms:.3f}"]
+    return tune_via_cli(command, rates, c, max_k=max(k, len(rates)),
+                        extra=extra + (["--host-costs", host] if host else []))
 
 
 def geometric(alpha: float, k: int) -> list[float]:
