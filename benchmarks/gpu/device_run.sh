@@ -45,6 +45,12 @@ estimate() {
   esac
 }
 
+note_pair_time() {  # the longest successful pair job so far sets the estimate for the next one (uses $t, $rc)
+  local d=$(( $(date +%s) - t )) m
+  m=$(cat "$S/pair_max_s" 2>/dev/null || echo 0)
+  [ "$rc" -eq 0 ] && [ "$d" -gt "$m" ] && echo "$d" > "$S/pair_max_s"
+}
+
 ensure_patched() {
   [ -f /tmp/site/.specdraft_patched ] && return 0
   "$PY" -m specdraft patch apply --python "$PY" >> "$S/patch.log" 2>&1 && touch /tmp/site/.specdraft_patched
@@ -68,15 +74,15 @@ for job in "$@"; do
   done
   log "start $job (limit ${left}s)"
   t=$(date +%s); rc=0
-  listed_tag=$(grep -qE "^$job( |$)" "$TOOLS/jobs.txt" 2>/dev/null && echo "$job")  # empty unless listed
-  listed=$(grep -E "^$job( |$)" "$TOOLS/jobs.txt" 2>/dev/null | head -1 | cut -s -d' ' -f2-)
+  line=$(grep -E "^$job( |$)" "$TOOLS/jobs.txt" 2>/dev/null | head -1)
+  listed_tag=${line:+$job}  # empty unless listed
+  listed=$(cut -s -d' ' -f2- <<<"$line")
   case $job in
     "$listed_tag")  # a job from jobs.txt: TAG SWEEP-ARGS...
       if ensure_patched; then
         # shellcheck disable=SC2086  # the listed arguments are meant to split
         run_sweep "$job" "$left" $listed || rc=$?
-        d=$(( $(date +%s) - t )); m=$(cat "$S/pair_max_s" 2>/dev/null || echo 0)
-        [ "$rc" -eq 0 ] && [ "$d" -gt "$m" ] && echo "$d" > "$S/pair_max_s"
+        note_pair_time
       else log "patch apply failed: listed jobs cannot run"; rc=9; fi;;
     unpatched)
       rm -f /tmp/site/.specdraft_patched
@@ -103,8 +109,7 @@ for job in "$@"; do
       case $spec in *@*) alphas=${spec#*@}; spec=${spec%@*};; esac
       if ensure_patched; then run_sweep "$job" "$left" --k "$spec" --alphas "$alphas" "${variant[@]}" || rc=$?
       else log "patch apply failed: pair jobs cannot run"; rc=9; fi
-      d=$(( $(date +%s) - t )); m=$(cat "$S/pair_max_s" 2>/dev/null || echo 0)
-      [ "$rc" -eq 0 ] && [ "$d" -gt "$m" ] && echo "$d" > "$S/pair_max_s";;
+      note_pair_time;;
     *) log "unknown job $job"; rc=2;;
   esac
   d=$(( $(date +%s) - t ))
