@@ -1,15 +1,19 @@
 """Issue 7's lever table: every measured configuration next to tune's prediction for it.
 
-usage: levers.py RESULTS.jsonl OUTDIR [--tune "python -m specdraft tune"] [--png]
+usage: levers.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--tune "python -m specdraft tune"] [--png]
 
-Reads the H100 run (``docs/gpu/raw/issue7_h100/results.jsonl``), prints a markdown table and writes
-OUTDIR/levers.json. The baseline is the target alone (``k0``) of the same machine. tune's prediction for
-each row comes from the CLI with, per path:
-- draft_model: the host line measured by the torch profile (``--host-costs``, taken at K = 3, alpha 0.85),
-  c and o from the same profile (draft GPU time per token, GPU idle per step), acceptance measured by the
-  largest-K run at that alpha; so every row but K = 3 / alpha 0.85 is predicted, not fitted;
-- ngram_gpu: c = 0 (the lookup is one small kernel) and o fitted to the alpha 0.85 row, so only the other
-  acceptance levels are predictions.
+Each results file is one lease of the GPU machine (``docs/gpu/raw/issue7_h100/results.jsonl``,
+``docs/gpu/raw/issue7_mtp_h100/results.jsonl``); a row's speedup divides by the target alone (``k0``, or
+``k0c4`` for rows sent 4 at a time) of the same lease. Prints a markdown table and writes OUTDIR/levers.json.
+
+tune's prediction for a row comes from the CLI with the step costs of the row's path, as measured by the torch
+profile of that path (``specdraft/bench/data/host_costs.json``, all taken at K = 3, alpha 0.85):
+- the host line (``--host-costs NAME``), ``c`` = the drafter's GPU time per token / the target step, ``o`` = the
+  entry's ``gpu_overhead_ms_per_step``;
+- acceptance as measured by the largest-K run of the same path at that alpha (in the same lease, runner and
+  batch shape); so only the profiled row itself is fitted, every other row is a prediction;
+- rows sent 4 at a time use the batch-1 costs over that lease's target step at batch 4;
+- ngram_gpu has no profile: c = 0 and o is fitted to its alpha 0.85 row.
 Break-even acceptance: the alpha at which the predicted speedup crosses 1.0 (bisection over the same model).
 """
 
@@ -25,12 +29,23 @@ from analyze import latest, load, tune_via_cli  # noqa: E402  (beside this scrip
 
 from specdraft.bench import known_host_costs  # noqa: E402
 
+# The measured step costs of each path: (method, async scheduling) -> host_costs.json entry.
+COSTS = {("draft_model", True): "vllm0.26-draft_model-e2b-async",
+         ("draft_model", False): "vllm0.26-draft_model-e2b-sync",
+         ("mtp", True): "vllm0.26-mtp-31b-assistant"}
+
 
 def tune(command: str, rates: list[float], k: int, c: float, overhead_ms: float, target_ms: float,
          host: str | None) -> dict:
     extra = ["--overhead-ms", f"{overhead_ms:.3f}", "--target-step-ms", f"{target_ms:.3f}"]
     return tune_via_cli(command, rates, c, max_k=max(k, len(rates)),
                         extra=extra + (["--host-costs", host] if host else []))
+
+
+def costs_of(name: str, target_ms: float) -> tuple[float, float]:
+    """``c`` and ``o`` (ms) of the GPU line for a known path, over this target step."""
+    entry = known_host_costs()[name]
+    return entry["gpu_draft_ms_per_token"] / target_ms, entry["gpu_overhead_ms_per_step"]
 
 
 def geometric(alpha: float, k: int) -> list[float]:
@@ -46,104 +61,149 @@ def break_even(command: str, k: int, c: float, overhead_ms: float, target_ms: fl
     return round((lo + hi) / 2, 3)
 
 
+def _same_path(a: dict, b: dict) -> bool:
+    keys = ("method", "async_scheduling", "v2_model_runner", "concurrency", "alpha")
+    return all(a.get(key) == b.get(key) for key in keys)
+
+
+def lever_name(r: dict) -> str:
+    if r["method"] == "draft_model":
+        name = "draft_model, async scheduling " + ("on (explicit)" if r["async_scheduling"] else "off (default)")
+    elif r["method"] == "mtp":
+        name = "mtp (31B assistant), " + ("Model Runner V2" if r.get("v2_model_runner") else "V1 runner")
+    else:
+        name = f"{r['method']}, periodic prompt" if r.get("prompt") == "periodic" else r["method"]
+    return name + (f", {r['concurrency']} requests at once" if r.get("concurrency", 1) > 1 else "")
+
+
+def lease_rows(command: str, path: str) -> tuple[dict, list[dict]]:
+    """The target-alone row and the lever rows of one lease (one results file)."""
+    rows = load(path)
+    lease = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    target = latest(rows, tag="k0")
+    baselines = {1: target, 4: latest(rows, tag="k0c4")}
+    spec = [r for r in rows if r.get("k", 0) > 0 and "alpha" in r and "error" not in r]
+    out = []
+    for r in spec:
+        base = baselines[r.get("concurrency", 1)]
+        t_ms, concurrency = base["step_ms"], r.get("concurrency", 1)
+        name = COSTS.get((r["method"], r["async_scheduling"]))
+        if name:
+            c, o_ms = costs_of(name, t_ms)
+            widest = max((x for x in spec if _same_path(x, r)), key=lambda x: x["k"])
+            known = known_host_costs()[name]
+            trace = known["trace"].split("/")
+            profiled = trace[-3] == lease and trace[-1] == f"{r['tag']}.trace.json.gz" and r["alpha"] == 0.85
+            basis = ("costs from this row's profile" if profiled else "predicted" if trace[-3] == lease
+                     else f"predicted, costs from the {trace[-3]} profile") + f"; acceptance from K={widest['k']}"
+            if concurrency > 1:
+                basis += f"; batch-1 costs over the batch-{concurrency} target step"
+            if r.get("v2_model_runner"):
+                basis += "; costs from the V1 profile"
+        elif r["method"] == "ngram_gpu":
+            ref = next(x for x in spec if x["method"] == "ngram_gpu" and x["alpha"] == 0.85)
+            name, c, o_ms, widest = None, 0.0, ref["step_ms"] - t_ms, r
+            basis = "o fitted to this row" if r is ref else "predicted (o from alpha 0.85)"
+        else:
+            continue
+        predicted = tune(command, widest["per_position_acceptance"], r["k"], c, o_ms, t_ms,
+                         name)["table"][r["k"] - 1]["predicted_speedup"]
+        speedup = r["decode_tok_s"] / base["decode_tok_s"]
+        per_rep = r.get("decode_tok_s_per_rep") or [r["decode_tok_s"]]
+        out.append({"lever": lever_name(r), "lease": lease, "tag": r["tag"], "method": r["method"], "k": r["k"],
+                    "alpha": r["alpha"], "async_scheduling": r["async_scheduling"],
+                    "v2_model_runner": r.get("v2_model_runner"), "concurrency": concurrency,
+                    "cudagraph_mode": r["cudagraph_mode"], "decode_tok_s": r["decode_tok_s"],
+                    "decode_tok_s_range": [min(per_rep), max(per_rep)], "baseline_tok_s": base["decode_tok_s"],
+                    "speedup": round(speedup, 3),
+                    # a step of a batch serves every sequence once: the engine's step, not the per-sequence share
+                    "step_ms": None if r.get("step_ms") is None else round(r["step_ms"] * concurrency, 3),
+                    "mean_acceptance_length": r.get("mean_acceptance_length"),
+                    "per_position_acceptance": r.get("per_position_acceptance"),
+                    "tune_predicted": round(predicted, 3), "prediction_error": round(predicted / speedup - 1, 4),
+                    "basis": basis, "gpu": r["gpu"], "vllm": r["vllm"]})
+    return target, out
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("results")
-    p.add_argument("outdir")
+    p.add_argument("results", nargs="+", help="one results.jsonl per lease")
+    p.add_argument("--out", required=True, help="folder for levers.json (and the plot)")
     p.add_argument("--tune", default=f"{sys.executable} -m specdraft tune")
-    p.add_argument("--png", action="store_true", help="also plot OUTDIR/speedup_vs_k_h100.png (needs matplotlib)")
+    p.add_argument("--png", action="store_true", help="also plot OUT/speedup_vs_k_h100.png (needs matplotlib)")
     args = p.parse_args(argv)
-    rows = load(args.results)
-    target = latest(rows, tag="k0")
-    t_ms, t_tok = target["step_ms"], target["decode_tok_s"]
-    known = known_host_costs()
-    out = []
-
-    def add(lever: str, r: dict, predicted: float | None, basis: str) -> None:
-        speedup = r["decode_tok_s"] / t_tok
-        out.append({"lever": lever, "tag": r["tag"], "method": r["method"], "k": r["k"], "alpha": r["alpha"],
-                    "async_scheduling": r["async_scheduling"], "cudagraph_mode": r["cudagraph_mode"],
-                    "decode_tok_s": r["decode_tok_s"], "speedup": round(speedup, 3),
-                    "step_ms": r.get("step_ms"), "mean_acceptance_length": r.get("mean_acceptance_length"),
-                    "tune_predicted": None if predicted is None else round(predicted, 3),
-                    "prediction_error": None if predicted is None else round(predicted / speedup - 1, 4),
-                    "basis": basis, "gpu": r["gpu"], "vllm": r["vllm"]})
-
-    for tag, host in (("p3", "vllm0.26-draft_model-e2b-sync"), ("p2a", None), ("p3a", None), ("p4a", None),
-                      ("p5a", None)):
-        name = host or "vllm0.26-draft_model-e2b-async"
-        h = known[name]
-        for r in (x for x in rows if x["tag"] == tag and "alpha" in x and "error" not in x):
-            widest = max((x for x in rows if x.get("alpha") == r["alpha"] and x.get("method") == "draft_model"
-                          and x.get("async_scheduling") == r["async_scheduling"] and "error" not in x),
-                         key=lambda x: x["k"])
-            pred = tune(args.tune, widest["per_position_acceptance"], r["k"], h["gpu_draft_ms_per_token"] / t_ms,
-                        h["gpu_idle_ms_per_step"], t_ms, name)["table"][r["k"] - 1]["predicted_speedup"]
-            fitted = r["k"] == h["measured_at_k"] and r["alpha"] == 0.85
-            lever = "draft_model, async scheduling " + ("on (explicit)" if r["async_scheduling"] else "off (default)")
-            add(lever, r, pred, ("host line and o from this row's profile" if fitted else "predicted") +
-                f"; acceptance from K={widest['k']}")
-    ng = [x for x in rows if x["tag"] == "ng3g" and "alpha" in x and "error" not in x]
+    targets, out = {}, []
+    for path in args.results:
+        target, rows = lease_rows(args.tune, path)
+        targets[os.path.basename(os.path.dirname(os.path.abspath(path)))] = {
+            key: target[key] for key in ("decode_tok_s", "step_ms", "gpu", "vllm")}
+        out += rows
+    first = load(args.results[0])
+    t_ms = latest(first, tag="k0")["step_ms"]
+    c, o_ms = costs_of("vllm0.26-draft_model-e2b-async", t_ms)
+    even = {"draft_model async, K=3": break_even(args.tune, 3, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async"),
+            "draft_model async, K=1": break_even(args.tune, 1, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async")}
+    ng = next((r for r in out if r["method"] == "ngram_gpu" and r["alpha"] == 0.85), None)
     if ng:
-        ref = next(x for x in ng if x["alpha"] == 0.85)
-        o_ms = ref["step_ms"] - t_ms
-        for r in ng:
-            pred = tune(args.tune, r["per_position_acceptance"], r["k"], 0.0, o_ms, t_ms, None)
-            add("ngram_gpu (prompt lookup on the GPU)", r, pred["table"][r["k"] - 1]["predicted_speedup"],
-                "o fitted to this row" if r is ref else "predicted (o from alpha 0.85)")
-    h = known["vllm0.26-draft_model-e2b-async"]
-    even = {
-        "draft_model async, K=3": break_even(args.tune, 3, h["gpu_draft_ms_per_token"] / t_ms,
-                                             h["gpu_idle_ms_per_step"], t_ms, "vllm0.26-draft_model-e2b-async"),
-        "draft_model async, K=1": break_even(args.tune, 1, h["gpu_draft_ms_per_token"] / t_ms,
-                                             h["gpu_idle_ms_per_step"], t_ms, "vllm0.26-draft_model-e2b-async"),
-    }
-    if ng:
-        even["ngram_gpu, K=3"] = break_even(args.tune, 3, 0.0, ref["step_ms"] - t_ms, t_ms, None)
-    os.makedirs(args.outdir, exist_ok=True)
-    with open(os.path.join(args.outdir, "levers.json"), "w") as f:
-        json.dump({"target_alone": {"decode_tok_s": t_tok, "step_ms": t_ms, "gpu": target["gpu"],
-                                    "vllm": target["vllm"]}, "rows": out, "break_even_alpha": even}, f, indent=1)
-    print(f"target alone: {t_tok} tok/s ({t_ms} ms/token) on {target['gpu']}, vLLM {target['vllm']}\n")
-    print("| lever | K | alpha | tok/s | speedup | step ms | tune predicts | error | basis |")
-    print("|---|---|---|---|---|---|---|---|---|")
+        even["ngram_gpu, K=3"] = break_even(args.tune, 3, 0.0, ng["step_ms"] - t_ms, t_ms, None)
+    for lease, target in targets.items():
+        if any(r["method"] == "mtp" for r in out if r["lease"] == lease):
+            c, o_ms = costs_of("vllm0.26-mtp-31b-assistant", target["step_ms"])
+            for k in (3, 9):
+                even[f"mtp, K={k}"] = break_even(args.tune, k, c, o_ms, target["step_ms"], "vllm0.26-mtp-31b-assistant")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "levers.json"), "w") as f:
+        json.dump({"target_alone": targets, "rows": out, "break_even_alpha": even}, f, indent=1)
+    for lease, target in targets.items():
+        print(f"{lease}: target alone {target['decode_tok_s']} tok/s ({target['step_ms']} ms/token) on "
+              f"{target['gpu']}, vLLM {target['vllm']}")
+    print("\n| lease | lever | K | alpha | tok/s (range) | speedup | step ms | tune predicts | error | basis |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for o in out:
-        print(f"| {o['lever']} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.2f} | {o['speedup']:.3f} | "
-              f"{o['step_ms']:.1f} | {o['tune_predicted']:.3f} | {o['prediction_error']:+.1%} | {o['basis']} |")
+        lo, hi = o["decode_tok_s_range"]
+        print(f"| {o['lease']} | {o['lever']} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.2f} ({lo:.1f}-{hi:.1f}) | "
+              f"{o['speedup']:.3f} | {o['step_ms']:.1f} | {o['tune_predicted']:.3f} | {o['prediction_error']:+.1%} | "
+              f"{o['basis']} |")
     print("\nbreak-even alpha (predicted speedup = 1.0):", json.dumps(even))
     if args.png:
-        plot(args.tune, out, rows, t_ms, known, os.path.join(args.outdir, "speedup_vs_k_h100.png"))
+        plot(args.tune, out, targets, os.path.join(args.out, "speedup_vs_k_h100.png"))
     return 0
 
 
-def plot(command: str, out: list[dict], rows: list[dict], t_ms: float, known: dict, path: str) -> None:
-    """Measured speedup per K (async draft_model) beside tune with and without the host line, K = 1..8."""
+def plot(command: str, out: list[dict], targets: dict, path: str) -> None:
+    """Measured speedup per K beside tune with and without the host line, one panel per profiled path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    h = known["vllm0.26-draft_model-e2b-async"]
-    c, o = h["gpu_draft_ms_per_token"] / t_ms, h["gpu_idle_ms_per_step"]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
-        widest = max((x for x in rows if x.get("alpha") == alpha and x.get("method") == "draft_model"
-                      and x.get("async_scheduling") and "error" not in x), key=lambda x: x["k"])
-        acc = widest["per_position_acceptance"]
-        with_host = tune(command, acc, 8, c, o, t_ms, "vllm0.26-draft_model-e2b-async")["table"]
-        gpu_only = tune(command, acc, 8, c, o, t_ms, None)["table"]
-        ks = [r["k"] for r in with_host]
-        ax.plot(ks, [r["predicted_speedup"] for r in with_host], "-", color=colour,
-                label=f"tune with host line, alpha {alpha}")
-        ax.plot(ks, [r["predicted_speedup"] for r in gpu_only], ":", color=colour,
-                label=f"tune without (textbook GPU line), alpha {alpha}")
-        meas = sorted((o_["k"], o_["speedup"]) for o_ in out
-                      if o_["alpha"] == alpha and o_["method"] == "draft_model" and o_["async_scheduling"])
-        ax.plot([k for k, _ in meas], [v for _, v in meas], "o", color=colour, label=f"measured, alpha {alpha}")
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("num_speculative_tokens K")
-    ax.set_ylabel("decode speedup over the target alone")
-    ax.set_title("31B + E2B shapes, draft_model + async scheduling, NVIDIA H100, vLLM 0.26.0", fontsize=9)
-    ax.legend(fontsize=7)
+    panels = [(method, name) for (method, async_on), name in COSTS.items()
+              if async_on and any(r["method"] == method and r["async_scheduling"] for r in out)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
+    for ax, (method, name) in zip(axes[0], panels):
+        measured = [r for r in out if r["method"] == method and r["async_scheduling"] and r["concurrency"] == 1
+                    and not r["v2_model_runner"]]
+        lease = max({r["lease"] for r in measured}, key=lambda x: sum(r["lease"] == x for r in measured))
+        t_ms = targets[lease]["step_ms"]
+        c, o = costs_of(name, t_ms)
+        max_k = max(8, max(r["k"] for r in measured) + 3)
+        for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
+            rows = sorted((r for r in measured if r["lease"] == lease and r["alpha"] == alpha), key=lambda r: r["k"])
+            acc = rows[-1]["per_position_acceptance"]
+            with_host = tune(command, acc, max_k, c, o, t_ms, name)["table"]
+            gpu_only = tune(command, acc, max_k, c, o, t_ms, None)["table"]
+            ks = [r["k"] for r in with_host]
+            ax.plot(ks, [r["predicted_speedup"] for r in with_host], "-", color=colour,
+                    label=f"tune with host line, alpha {alpha}")
+            ax.plot(ks, [r["predicted_speedup"] for r in gpu_only], ":", color=colour,
+                    label=f"tune, GPU line only, alpha {alpha}")
+            ax.plot([r["k"] for r in rows], [r["speedup"] for r in rows], "o", color=colour,
+                    label=f"measured, alpha {alpha}")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xlabel("num_speculative_tokens K")
+        ax.set_ylabel("decode speedup over the target alone")
+        drafter = "E2B draft, draft_model + async scheduling" if method == "draft_model" else "31B MTP assistant, mtp"
+        ax.set_title(f"31B target + {drafter}\nNVIDIA H100, vLLM 0.26.0 ({lease})", fontsize=9)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
 

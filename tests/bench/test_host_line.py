@@ -1,7 +1,9 @@
 """The host line of a speculative step: launching the drafter from the CPU can take longer than running it.
 
 Found on the GPU (docs/gpu/README.md, issue 7): vLLM 0.26's draft_model path spends ~10 ms of host time per
-drafted token on an E2B-shaped drafter against ~3.3 ms of GPU work, so past K = 3 the host sets the pace.
+drafted token on an E2B-shaped drafter against ~3.3 ms of GPU work, so past K = 3 the host sets the pace. The
+Gemma 4 MTP assistant (4 layers) costs ~1.6 ms of host and ~0.5 ms of GPU time per drafted token: its steps
+are GPU-bound, and long drafts pay off.
 """
 
 import json
@@ -13,7 +15,10 @@ from specdraft.bench import HostCost, host_cost_from_ms, host_cost_named, known_
 from specdraft.cli import main
 from specdraft.errors import UserError
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs/gpu/raw/issue7_h100/results.jsonl"
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "docs/gpu/raw/issue7_h100/results.jsonl"
+MTP_RESULTS = REPO / "docs/gpu/raw/issue7_mtp_h100/results.jsonl"
+MTP = "vllm0.26-mtp-31b-assistant"
 
 
 def test_a_step_takes_the_longer_of_the_gpu_and_the_host_line():
@@ -46,6 +51,8 @@ def test_every_known_host_cost_names_what_was_measured():
     for entry in table.values():
         assert entry["per_step_ms"] >= 0 and entry["per_draft_token_ms"] > 0
         assert {"method", "vllm", "gpu", "drafter", "async_scheduling", "measured_at_k", "source"} <= entry.keys()
+        assert (REPO / entry["trace"]).is_file()  # the profile it was read from is in the repository
+        assert entry["gpu_draft_ms_per_token"] > 0 and entry["gpu_overhead_ms_per_step"] >= 0
     assert host_cost_named("vllm0.26-draft_model-e2b-async", 10.428).per_draft_token == pytest.approx(1.0)
 
 
@@ -66,7 +73,7 @@ def test_the_host_line_picks_the_best_measured_k_of_the_h100_sweep(alpha):
     measured = {k: r["decode_tok_s"] / target["decode_tok_s"] for (k, a), r in rows.items() if a == alpha}
     acceptance = rows[(5, alpha)]["per_position_acceptance"]
     known = known_host_costs()["vllm0.26-draft_model-e2b-async"]
-    c, o = known["gpu_draft_ms_per_token"] / t, known["gpu_idle_ms_per_step"] / t
+    c, o = known["gpu_draft_ms_per_token"] / t, known["gpu_overhead_ms_per_step"] / t
     rec = recommend(acceptance, c, overhead=o, host=host_cost_named("vllm0.26-draft_model-e2b-async", t))
     best = max(measured, key=measured.get)
     assert rec.recommended_k == best == 3
@@ -74,6 +81,29 @@ def test_the_host_line_picks_the_best_measured_k_of_the_h100_sweep(alpha):
         if row.k in measured:
             assert row.predicted_speedup == pytest.approx(measured[row.k], rel=0.11)
     assert recommend(acceptance, c, overhead=o).recommended_k > 3  # the GPU line alone drafts longer
+
+
+@pytest.mark.parametrize("alpha", [0.85, 0.70])
+def test_the_mtp_costs_predict_every_measured_mtp_k_within_10_percent(alpha):
+    """The 31B's MTP assistant on the H100 (V1 runner, K = 3, 5, 7, 9): predictions from the K = 3 profile are
+    within 10% at every K, and tune drafts long (K = 9 of 9 at alpha 0.85, the best measured; 8 at 0.70, between
+    the measured K = 7 and 9 that lie within 1.2% of each other)."""
+    rows = [json.loads(line) for line in MTP_RESULTS.read_text().splitlines()]
+    target = next(r for r in rows if r["tag"] == "k0")
+    runs = {r["k"]: r for r in rows if r.get("method") == "mtp" and r.get("alpha") == alpha
+            and not r["v2_model_runner"] and r["concurrency"] == 1}
+    measured = {k: r["decode_tok_s"] / target["decode_tok_s"] for k, r in runs.items()}
+    t = target["step_ms"]
+    known = known_host_costs()[MTP]
+    rec = recommend(runs[max(runs)]["per_position_acceptance"], known["gpu_draft_ms_per_token"] / t,
+                    overhead=known["gpu_overhead_ms_per_step"] / t, host=host_cost_named(MTP, t), max_k=max(runs))
+    assert sorted(measured) == [3, 5, 7, 9]
+    for row in rec.table:
+        if row.k in measured:
+            assert row.predicted_speedup == pytest.approx(measured[row.k], rel=0.10)
+        assert not row.host_bound  # launching 4 small layers never outlasts the target's forward
+    assert rec.recommended_k == {0.85: 9, 0.70: 8}[alpha]
+    assert max(measured, key=measured.get) == 9
 
 
 def test_cli_host_costs_need_the_target_step_time(capsys):
