@@ -198,14 +198,22 @@ _HOPPER_K = (3, "the fastest K measured on an H100 and an H200 for an E2B draft 
 _DEFAULT_K = {"dgx-spark": (4, "the validated DGX Spark setting (9 -> 18 tok/s with an E2B draft)"),
               "h100": _HOPPER_K, "h200": _HOPPER_K}
 
-
-_ASSISTANT_K = (4, "the published recipes' N for Gemma 4 MTP assistants (2 for E2B, 4 for E4B/26B, 4-8 for 31B); "
-                   "not measured by specdraft")
+# Measured (docs/gpu/README.md): the 31B's MTP assistant on an H100, vLLM 0.26.0, is GPU-bound (~0.5 ms per
+# drafted token, no host line), so longer drafts keep paying: K = 3, 5, 7, 9 gave 2.22x, 2.51x, 2.66x, 2.69x at
+# alpha 0.70 and 2.69x, 3.38x, 3.59x, 3.84x at 0.85. tune fitted to those rows picks K = 8 at 0.70 (2.86x); at 0.85
+# it picks K = 13, past the measured range. The H200 was not measured and takes the H100's K.
+_HOPPER_ASSISTANT_K = (8, "tune's pick at alpha 0.70 from the acceptance and step costs measured on an H100 with "
+                          "the 31B's MTP assistant (vLLM 0.26.0); K = 9, the longest measured, was the fastest "
+                          "at alpha 0.70 and 0.85 (docs/gpu/README.md)")
+_ASSISTANT_K = {"dgx-spark": (4, "the published recipes' N for Gemma 4 MTP assistants (2 for E2B, 4 for E4B/26B, "
+                                 "4-8 for 31B); not measured by specdraft"),
+                "h100": _HOPPER_ASSISTANT_K, "h200": _HOPPER_ASSISTANT_K}
 
 
 def default_num_speculative_tokens(profile: str, assistant: bool = False) -> tuple[int, str]:
-    """The K a launch uses when none is given, and why (measured per GPU profile for draft models)."""
-    return _ASSISTANT_K if assistant else _DEFAULT_K.get(profile, _DEFAULT_K["dgx-spark"])
+    """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant."""
+    table = _ASSISTANT_K if assistant else _DEFAULT_K
+    return table.get(profile, table["dgx-spark"])
 
 
 def _speculative(request: LaunchRequest, draft: Checkpoint) -> tuple[SpeculativeConfig, str, str]:

@@ -8,7 +8,7 @@ from specdraft.config import Finding, HotfixState, SpeculativeConfig, VllmFacts,
 from specdraft.config._checks import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
-    check_special_tokens, check_vllm, check_vocab_size,
+    check_special_tokens, check_vllm, check_vocab_size, published_assistant, suggest_mtp_assistant,
 )
 from tests.config.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
 
@@ -213,3 +213,11 @@ def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager
     assert "pre_projection" in finding.message and "window size" not in finding.message
     assert check_hotfixes(False, vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
     assert check_hotfixes(True, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
+
+
+def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir, facts):
+    target = inspect_checkpoint(str(checkpoint_dir("t", "google/gemma-4-31B-it", text={"hidden_size": 64})))
+    draft = facts("google/gemma-4-E2B-it")
+    assert published_assistant(target) is None
+    assert suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft) is None
+    assert suggest_mtp_assistant(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), draft).level == "info"

@@ -65,6 +65,17 @@ def test_dry_run_report_lists_checks_memory_flags_and_command(specdraft_cli):
     assert "--disable-hybrid-kv-cache-manager  the draft shares KV across 20 layers" in done.stdout
 
 
+def test_a_draft_model_pairing_shows_the_mtp_assistant_tip_in_the_report_and_in_json(specdraft_cli):
+    report = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--dry-run").stdout
+    tip = [line for line in report.splitlines() if "mtp-assistant" in line]
+    assert len(tip) == 1 and tip[0].split()[:4] == ["info", "mtp-assistant", "tip:", "--draft"]
+    assert "google/gemma-4-31B-it-assistant, the target's MTP assistant (method mtp), decoded ~2x" in tip[0]
+    plan = json.loads(specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--dry-run", "--json").stdout)
+    finding = {f["check"]: f for f in plan["findings"]}["mtp-assistant"]
+    assert finding["level"] == "info" and finding["message"] in tip[0]
+    assert finding["hint"] == "launch --draft google/gemma-4-31B-it-assistant" and plan["ok"]
+
+
 @pytest.mark.parametrize("target", ["/models/my gemma/31B", "/models/x;rm -rf ~", "/m/$(touch pwned)'quote\"d"])
 def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, target):
     done = specdraft_cli("launch", "--target", target, "--draft", DRAFT, "--print", "--", "--served-model-name", "a b")
