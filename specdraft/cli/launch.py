@@ -30,7 +30,8 @@ def register(subparsers, name: str, help_text: str) -> None:
     pair.add_argument("--profile", choices=["dgx-spark", "h100", "h200"], default="dgx-spark",
                       help="GPU profile for the memory plan (default: dgx-spark)")
     pair.add_argument("--num-speculative-tokens", type=int, metavar="K",
-                      help="draft tokens per target step (default: 4 on dgx-spark, 3 on h100/h200: measured)")
+                      help="draft tokens per target step (default: 4 on dgx-spark; 3 on h100/h200, 8 for an MTP "
+                           "assistant: measured)")
     pair.add_argument("--method", choices=["draft_model", "mtp"],
                       help="speculative method (default: detected; mtp for Gemma 4 assistants)")
     pair.add_argument("--max-model-len", type=int, metavar="N",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from specdraft.config._checkpoint import Checkpoint
-from specdraft.config._shape_facts import _SIZE_TO_BASE, find_shape_facts
+from specdraft.config._shape_facts import shipped_assistants
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.config._speculative import AUTODETECT_MARKERS, SpeculativeConfig
@@ -247,11 +247,8 @@ def published_assistant(target: Checkpoint) -> str | None:
     if not target.is_known or target.is_assistant or not (target.model_type or "").startswith("gemma4"):
         return None
     width = target.text_config.get("hidden_size")
-    for base in _SIZE_TO_BASE.values():
-        facts = find_shape_facts(base + "-assistant")
-        if width and facts is not None and facts.config.get("backbone_hidden_size") == width:
-            return facts.repo_id
-    return None
+    return next((facts.repo_id for facts in shipped_assistants()
+                 if width and facts.config.get("backbone_hidden_size") == width), None)
 
 
 def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,

@@ -11,7 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specdraft.config._async_scheduling import (
     AsyncSchedulingChoice, AsyncSchedulingDecision, decide_async_scheduling,
@@ -24,7 +24,7 @@ from specdraft.findings import Finding, worst_level
 from specdraft.config._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
 from specdraft.config._multimodal import multimodal_verdict
 from specdraft.config._serve_plan import ServeFlag, ServePlan
-from specdraft.config._speculative import SpeculativeConfig, SpeculativeMethod
+from specdraft.config._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeConfig, SpeculativeMethod
 from specdraft.config._template_choice import choose_template
 from specdraft.config._vllm_flags import read_vllm_arguments
 
@@ -84,6 +84,14 @@ class LaunchRequest(BaseModel):
     """A directory containing the ``vllm`` package (site-packages, unpacked wheel) to read instead of ``python``'s."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed through to ``vllm serve`` verbatim."""
+
+    @field_validator("method")
+    @classmethod
+    def _method_uses_the_draft(cls, method: str | None) -> str | None:
+        if method is not None and method not in METHODS_WITH_DRAFT_MODEL:
+            raise ValueError(f"launch pairs a target with a draft checkpoint; method {method!r} uses none "
+                             f"(choose one of {', '.join(sorted(METHODS_WITH_DRAFT_MODEL))})")
+        return method
 
 
 class LaunchPlan(BaseModel):

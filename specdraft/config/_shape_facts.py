@@ -22,6 +22,14 @@ _SIZE_TO_BASE = {
     "26b-a4b": "google/gemma-4-26B-A4B-it",
     "31b": "google/gemma-4-31B-it",
 }
+
+
+def shipped_assistants() -> list[ShapeFacts]:
+    """The shape facts of Google's Gemma 4 MTP assistants that ship with specdraft, one per size."""
+    found = (find_shape_facts(base + "-assistant") for base in _SIZE_TO_BASE.values())
+    return [facts for facts in found if facts is not None]
+
+
 _FOOTPRINT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|GB)")
 
 

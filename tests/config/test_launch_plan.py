@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from specdraft.config import LaunchRequest, build_launch_plan
@@ -166,3 +167,9 @@ def test_the_tip_finds_the_assistant_of_a_local_target_by_its_width(tmp_path):
 def test_an_assistant_draft_gets_no_mtp_tip_whatever_the_method(method):
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft="google/gemma-4-31B-it-assistant", method=method))
     assert "mtp-assistant" not in _findings(plan)
+
+
+def test_a_launch_request_refuses_a_method_that_uses_no_draft_checkpoint():
+    with pytest.raises(pydantic.ValidationError, match="method 'ngram' uses none"):
+        LaunchRequest(target=TARGET, draft=DRAFT, method="ngram")
+    assert LaunchRequest(target=TARGET, draft=DRAFT, method="mtp").method == "mtp"
