@@ -19,6 +19,7 @@ from specdraft.config._async_scheduling import (
 from specdraft.config._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.config._checks import (
     HYBRID_FLAG, HotfixMode, HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled,
+    resolved_method,
 )
 from specdraft.findings import Finding, worst_level
 from specdraft.config._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
@@ -380,8 +381,10 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     draft = inspect_checkpoint(request.draft, revision=request.draft_revision)
     hybrid_reason = needs_hybrid_manager_disabled(target, draft) if draft.is_known else \
         "the draft is unknown, so KV sharing cannot be ruled out"
-    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=hybrid_reason is not None)
     speculative, method_reason, k_reason = _speculative(request, draft)
+    # the KV-sharing hotfixes matter with the hybrid manager off, the MTP one for every MTP pairing
+    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=hybrid_reason is not None
+                             or resolved_method(speculative, draft) == "mtp")
     profile = PROFILES[request.profile]
     utilization = request.gpu_memory_utilization or profile.gpu_memory_utilization
     utilization_reason = "given" if request.gpu_memory_utilization else f"{request.profile}: {profile.utilization_reason}"

@@ -173,3 +173,25 @@ def test_a_launch_request_refuses_a_method_that_uses_no_draft_checkpoint():
     with pytest.raises(pydantic.ValidationError, match="method 'ngram' uses none"):
         LaunchRequest(target=TARGET, draft=DRAFT, method="ngram")
     assert LaunchRequest(target=TARGET, draft=DRAFT, method="mtp").method == "mtp"
+
+
+def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_before_serving(tmp_path):
+    """With the hybrid KV manager left on (an assistant shares no KV of its own), the plan must still read the
+    hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix (H100, issue 7)."""
+    from specdraft.launch import apply_hotfixes
+    from specdraft.patching.release_trees import release_tree
+
+    root = tmp_path / "site"
+    shutil.copytree(release_tree("0.26.0", progress=lambda line: None), root)
+    request = LaunchRequest(target="google/gemma-4-31B-it", draft="google/gemma-4-31B-it-assistant", profile="h100",
+                            vllm_root=root)
+    plan = build_launch_plan(request)
+    assert plan.serve.flag("--disable-hybrid-kv-cache-manager") is None
+    finding = _findings(plan)["hotfixes"]
+    assert finding.level == "info" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
+    checked = build_launch_plan(request.model_copy(update={"hotfixes": "check"}))
+    assert _findings(checked)["hotfixes"].level == "error"
+    applied = apply_hotfixes(plan, progress=lambda line: None)
+    statuses = {h["id"]: h["status"] for h in applied.vllm["hotfixes"]}
+    assert statuses["gemma4-mtp-shares-backbone-embeddings"] == "applied"
+    assert _findings(applied)["hotfixes"].level == "ok"
