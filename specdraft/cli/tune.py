@@ -10,7 +10,8 @@ config.json files; a lower bound).
 Per-step overhead o (in target steps, default 0): --overhead-fraction, --overhead-ms, --measure-overhead.
 Host line (optional): a step lasts max(1 + K*c + o, h_0 + K*h) when launching the drafter from the CPU takes
 longer than running it: --host-ms PER_STEP,PER_DRAFT_TOKEN, or --host-costs NAME (measured per path and vLLM
-release; needs the target's step time: --target-step-ms or --target-bench).
+release; needs the target's step time: --target-step-ms or --target-bench). A --host-costs entry also supplies
+c and o (its drafter GPU time per token and per-step overhead) where no other option gives them.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def register(subparsers, name: str, help_text: str) -> None:
                       help="host (CPU) time per speculative step outside drafting and per drafted token, in ms: "
                            "a step then lasts the longer of the GPU and the host line")
     host.add_argument("--host-costs", metavar="NAME", choices=sorted(known_host_costs()),
-                      help="a measured host line: " + "; ".join(sorted(known_host_costs())))
+                      help="a measured path (host line, and c and o where not given otherwise): "
+                           + "; ".join(sorted(known_host_costs())))
     parser.add_argument("--target-step-ms", type=float, metavar="MS",
                         help="target decode step time, for --overhead-ms, --fit-steps and the host line")
     parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
@@ -157,10 +159,16 @@ def _inputs(args) -> _Inputs:
                        f"{draft.bytes_per_token / 1e9:.2f} GB ({draft.basis}) / target "
                        f"{target.bytes_per_token / 1e9:.2f} GB ({target.basis}); a lower bound: small drafts "
                        "rarely reach full memory bandwidth")
+    elif args.host_costs:
+        known = known_host_costs()[args.host_costs]
+        target_ms = _target_step_ms(args, target_only, "--host-costs")
+        cost_ratio = known["gpu_draft_ms_per_token"] / target_ms
+        cost_source = (f"known: {known['gpu_draft_ms_per_token']} ms of drafter GPU time per token "
+                       f"({args.host_costs}) over a {target_ms:.2f} ms target step")
     else:
         raise UserError("tune needs the cost ratio c of a draft step to a target step",
                         hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
-                             "or --shapes TARGET DRAFT")
+                             "--shapes TARGET DRAFT, or --host-costs NAME --target-step-ms MS")
 
     if fitted_overhead is not None:
         overhead, overhead_source = fitted_overhead, "fitted with c (the intercept beyond one target step)"
@@ -177,6 +185,12 @@ def _inputs(args) -> _Inputs:
         overhead = overhead_from_results(result, draft_only, target_only, args.concurrency)
         overhead_source = (f"measured: the step time of {args.from_bench} beyond one target step plus "
                            f"K draft steps")
+    elif args.host_costs:
+        known = known_host_costs()[args.host_costs]
+        target_ms = _target_step_ms(args, target_only, "--host-costs")
+        overhead = overhead_fraction(known["gpu_overhead_ms_per_step"], target_ms)
+        overhead_source = (f"known: {known['gpu_overhead_ms_per_step']} ms per step ({args.host_costs}) over a "
+                           f"{target_ms:.2f} ms target step")
     else:
         overhead, overhead_source = 0.0, "none modelled"
     measured = measured_speedup(result, target_only, args.concurrency) if result is not None else None

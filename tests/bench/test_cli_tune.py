@@ -60,7 +60,7 @@ def test_missing_cost_ratio_is_one_line_with_the_next_step(capsys):
     assert err.splitlines() == [
         "specdraft: error: tune needs the cost ratio c of a draft step to a target step",
         "specdraft: next: add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
-        "or --shapes TARGET DRAFT",
+        "--shapes TARGET DRAFT, or --host-costs NAME --target-step-ms MS",
     ]
 
 

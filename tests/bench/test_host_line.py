@@ -131,3 +131,18 @@ def test_cli_host_ms_is_shown_in_text_and_json(capsys):
     assert data["host_cost"]["per_step"] == pytest.approx(5.3 / 24.1, rel=1e-4)
     assert data["sources"]["host_cost"].startswith("given: 5.3 ms per step")
     assert data["recommended_k"] == 3
+
+
+def test_cli_a_known_path_supplies_c_and_o_unless_they_are_given(capsys):
+    mtp9 = "0.83,0.672,0.541,0.463,0.39,0.344,0.29,0.236,0.193"
+    args = ["tune", "--per-position-acceptance", mtp9, "--host-costs", MTP, "--target-step-ms", "24.72",
+            "--max-k", "9", "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr()[0])
+    assert data["cost_ratio"] == pytest.approx(0.514 / 24.72) and data["overhead"] == pytest.approx(1.294 / 24.72)
+    assert data["sources"]["cost_ratio"].startswith(f"known: 0.514 ms of drafter GPU time per token ({MTP})")
+    assert data["recommended_k"] == 9
+    assert main([*args, "--cost-ratio", "0.5", "--overhead-ms", "0"]) == 0  # a slow drafter: given values win
+    data = json.loads(capsys.readouterr()[0])
+    assert (data["cost_ratio"], data["overhead"], data["sources"]["cost_ratio"]) == (0.5, 0.0, "given")
+    assert data["recommended_k"] < 9
