@@ -209,7 +209,7 @@ _DEFAULT_K = {"dgx-spark": (4, "the validated DGX Spark setting (9 -> 18 tok/s w
 
 # Measured (docs/gpu/README.md): the 31B's MTP assistant on an H100, vLLM 0.26.0, is GPU-bound (~0.5 ms per
 # drafted token, no host line), so longer drafts keep paying: K = 3, 5, 7, 9 gave 2.22x, 2.51x, 2.66x, 2.69x at
-# alpha 0.70 and 2.69x, 3.38x, 3.59x, 3.84x at 0.85. tune fitted to those rows picks K = 8 at 0.70 (2.86x); at 0.85
+# alpha 0.70 and 2.69x, 3.38x, 3.59x, 3.84x at 0.85. tune fitted to those rows picks K = 8 at 0.70 (2.80x); at 0.85
 # it picks K = 13, past the measured range. The H200 was not measured and takes the H100's K.
 _HOPPER_ASSISTANT_K = (8, "tune's pick at alpha 0.70 from the acceptance and step costs measured on an H100 with "
                           "the 31B's MTP assistant (vLLM 0.26.0); K = 9, the longest measured, was the fastest "
