@@ -175,20 +175,15 @@ class Gemma4Proposer(SpecDecodeBaseProposer):
         logger.info("Gemma4 MTP: keeping draft model's own lm_head (draft_dim != backbone_dim).")
 """
 
-_PROPOSER_AFTER_THE_FIX = """\
-import torch
-import torch.nn as nn
-
-from vllm.logger import init_logger
-from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
-
-logger = init_logger(__name__)
+_LM_HEAD_OVERRIDE = "    def _maybe_share_lm_head("
 
 
-class Gemma4Proposer(SpecDecodeBaseProposer):
-    def model_returns_tuple(self) -> bool:
-        return True
+def _released_with(methods: str) -> str:
+    """The released Gemma4Proposer with ``methods`` (indented class-body text) placed before its lm_head override."""
+    return _PROPOSER_AS_RELEASED.replace(_LM_HEAD_OVERRIDE, methods + "\n" + _LM_HEAD_OVERRIDE)
 
+
+_PROPOSER_AFTER_THE_FIX = _released_with("""\
     # specdraft-hotfix: gemma4-mtp-shares-backbone-embeddings (the assistant reads backbone-width embeddings)
     def _maybe_share_embeddings(self, target_language_model: nn.Module) -> None:
         from vllm.distributed.parallel_state import get_pp_group
@@ -202,10 +197,7 @@ class Gemma4Proposer(SpecDecodeBaseProposer):
         del self.model.model.embed_tokens
         self.model.model.embed_tokens = target_embed_tokens
         logger.info("Gemma4 MTP: the assistant embeds tokens with the target's backbone-width embed_tokens.")
-
-    def _maybe_share_lm_head(self, target_language_model: nn.Module) -> None:
-        logger.info("Gemma4 MTP: keeping draft model's own lm_head (draft_dim != backbone_dim).")
-"""
+""")
 
 _UPSTREAM_OVERRIDE = """\
     def _maybe_share_embeddings(self, target_language_model: nn.Module) -> None:
@@ -313,8 +305,7 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS_TO_EAGLE_ONLY},
             name="upstream overrides _maybe_share_embeddings (0.27.0 on)",
             status=Status.FIXED_UPSTREAM,
-            before=_PROPOSER_AS_RELEASED.replace(
-                "    def _maybe_share_lm_head(", _UPSTREAM_OVERRIDE + "\n    def _maybe_share_lm_head("),
+            before=_released_with(_UPSTREAM_OVERRIDE),
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS_TO_EAGLE_ONLY},
@@ -326,10 +317,7 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS},
             name="an override that keeps the assistant's own embeddings",
             status=Status.DRIFTED,
-            before=_PROPOSER_AS_RELEASED.replace(
-                "    def _maybe_share_lm_head(",
-                "    def _maybe_share_embeddings(self, target_language_model):\n        pass\n\n"
-                "    def _maybe_share_lm_head("),
+            before=_released_with("    def _maybe_share_embeddings(self, target_language_model):\n        pass\n"),
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS.replace(
@@ -342,6 +330,6 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS},
             name="Gemma4Proposer shares the lm_head again",
             status=Status.DRIFTED,
-            before=_PROPOSER_AS_RELEASED.split("    def _maybe_share_lm_head(")[0].rstrip() + "\n",
+            before=_PROPOSER_AS_RELEASED.split(_LM_HEAD_OVERRIDE)[0].rstrip() + "\n",
         ),
     )

@@ -138,8 +138,7 @@ def main(argv: list[str]) -> int:
         targets[os.path.basename(os.path.dirname(os.path.abspath(path)))] = {
             key: target[key] for key in ("decode_tok_s", "step_ms", "gpu", "vllm")}
         out += rows
-    first = load(args.results[0])
-    t_ms = latest(first, tag="k0")["step_ms"]
+    t_ms = next(iter(targets.values()))["step_ms"]  # the first lease's target step
     c, o_ms = costs_of("vllm0.26-draft_model-e2b-async", t_ms)
     even = {"draft_model async, K=3": break_even(args.tune, 3, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async"),
             "draft_model async, K=1": break_even(args.tune, 1, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async")}

@@ -137,6 +137,7 @@ def _inputs(args) -> _Inputs:
 
     draft_only = None
     target_only = load_result(args.target_bench) if args.target_bench else None
+    known = known_host_costs()[args.host_costs] if args.host_costs else None
     fitted_overhead = None
     if args.cost_ratio is not None:
         cost_ratio, cost_source = args.cost_ratio, "given"
@@ -159,8 +160,7 @@ def _inputs(args) -> _Inputs:
                        f"{draft.bytes_per_token / 1e9:.2f} GB ({draft.basis}) / target "
                        f"{target.bytes_per_token / 1e9:.2f} GB ({target.basis}); a lower bound: small drafts "
                        "rarely reach full memory bandwidth")
-    elif args.host_costs:
-        known = known_host_costs()[args.host_costs]
+    elif known is not None:
         target_ms = _target_step_ms(args, target_only, "--host-costs")
         cost_ratio = known["gpu_draft_ms_per_token"] / target_ms
         cost_source = (f"known: {known['gpu_draft_ms_per_token']} ms of drafter GPU time per token "
@@ -185,8 +185,7 @@ def _inputs(args) -> _Inputs:
         overhead = overhead_from_results(result, draft_only, target_only, args.concurrency)
         overhead_source = (f"measured: the step time of {args.from_bench} beyond one target step plus "
                            f"K draft steps")
-    elif args.host_costs:
-        known = known_host_costs()[args.host_costs]
+    elif known is not None:
         target_ms = _target_step_ms(args, target_only, "--host-costs")
         overhead = overhead_fraction(known["gpu_overhead_ms_per_step"], target_ms)
         overhead_source = (f"known: {known['gpu_overhead_ms_per_step']} ms per step ({args.host_costs}) over a "

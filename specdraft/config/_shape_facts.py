@@ -22,14 +22,6 @@ _SIZE_TO_BASE = {
     "26b-a4b": "google/gemma-4-26B-A4B-it",
     "31b": "google/gemma-4-31B-it",
 }
-
-
-def shipped_assistants() -> list[ShapeFacts]:
-    """The shape facts of Google's Gemma 4 MTP assistants that ship with specdraft, one per size."""
-    found = (find_shape_facts(base + "-assistant") for base in _SIZE_TO_BASE.values())
-    return [facts for facts in found if facts is not None]
-
-
 _FOOTPRINT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|GB)")
 
 
@@ -163,3 +155,9 @@ def find_shape_facts(repo_id: str) -> ShapeFacts | None:
                 hf_params=params.get("hf_params"),
             )
     return None
+
+
+def shipped_assistants() -> list[ShapeFacts]:
+    """The shape facts of Google's Gemma 4 MTP assistants that ship with specdraft, one per size."""
+    found = (find_shape_facts(base + "-assistant") for base in _SIZE_TO_BASE.values())
+    return [facts for facts in found if facts is not None]
