@@ -7,7 +7,7 @@ vLLM on this machine: the findings then say what stands in for them. Nothing is 
     python examples/launch_seed_pairing.py
 """
 
-from specdraft.config import LaunchRequest, build_launch_plan
+from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.launch import render_report
 
 request = LaunchRequest(

@@ -3,7 +3,7 @@
 The importable API lives in the subpackages:
 
 - ``specdraft.patching``  — the libcst patch engine for vLLM's KV-sharing hotfixes;
-- ``specdraft.config``    — speculative-config models, checkpoint inspection, checks, memory plan;
+- ``specdraft.planning``    — speculative-config models, checkpoint inspection, checks, memory plan;
 - ``specdraft.templates`` — the chat-template renderer, scenarios and leak rules;
 - ``specdraft.launch``    — preflight and ``vllm serve``;
 - ``specdraft.bench``     — the benchmark client and the ``num_speculative_tokens`` tuner;

@@ -1,6 +1,6 @@
 """A finding: one check's verdict, worded for the person at the terminal.
 
-The launch plan's checks (specdraft.config) and the quantization checks (specdraft.quantization)
+The launch plan's checks (specdraft.planning) and the quantization checks (specdraft.quantization)
 both report in this type, so text and ``--json`` output use the same words everywhere.
 """
 

@@ -45,6 +45,6 @@ def test_built_wheel_ships_both_templates(installed_wheel):
 
 
 def test_built_wheel_ships_the_shape_facts_and_version_data(installed_wheel):
-    data = installed_wheel / "specdraft/config/data"
+    data = installed_wheel / "specdraft/planning/data"
     assert (data / "multimodal_draft_model.json").is_file()
     assert len(list((data / "models").glob("*.json"))) >= 10

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from specdraft.config import Checkpoint, inspect_checkpoint
+from specdraft.planning import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
 
 BYTES_PER_PARAM: dict[str, float] = {

@@ -73,7 +73,7 @@ def register(subparsers, name: str, help_text: str) -> None:
 
 
 def _request(args: argparse.Namespace):
-    from specdraft.config import LaunchRequest, describe_validation_error
+    from specdraft.planning import LaunchRequest, describe_validation_error
 
     if not args.target or not args.draft:
         raise UserError("launch needs --target and --draft",
@@ -99,7 +99,7 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
         from specdraft.launch import run_demo
 
         return run_demo(progress=lambda line: print(f"specdraft: {line}", file=sys.stderr, flush=True))
-    from specdraft.config import build_launch_plan
+    from specdraft.planning import build_launch_plan
     from specdraft.launch import apply_hotfixes, docker_command, exec_serve, render_report, serve_command
 
     plan = build_launch_plan(_request(args))

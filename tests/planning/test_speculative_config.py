@@ -3,7 +3,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from specdraft.config import ServeFlag, ServePlan, SpeculativeConfig, describe_validation_error
+from specdraft.planning import ServeFlag, ServePlan, SpeculativeConfig, describe_validation_error
 
 SEED_DRAFT = "mikeytag/gemma-4-E2B-it-NVFP4"
 

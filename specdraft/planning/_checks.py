@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from specdraft.config._checkpoint import Checkpoint
-from specdraft.config._shape_facts import shipped_assistants
+from specdraft.planning._checkpoint import Checkpoint
+from specdraft.planning._shape_facts import shipped_assistants
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
-from specdraft.config._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 
 HotfixMode = Literal["apply", "check", "skip"]
 GEMMA4_FIRST_VLLM = "0.19.0"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from specdraft.config._shape_facts import find_shape_facts
+from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.errors import UserError
 from specdraft.quantization import read_quantization
 from specdraft.safetensors_index import read_tensor_index, safetensors_files

@@ -13,21 +13,21 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from specdraft.config._async_scheduling import (
+from specdraft.planning._async_scheduling import (
     AsyncSchedulingChoice, AsyncSchedulingDecision, decide_async_scheduling,
 )
-from specdraft.config._checkpoint import Checkpoint, inspect_checkpoint
-from specdraft.config._checks import (
+from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
+from specdraft.planning._checks import (
     HYBRID_FLAG, HotfixMode, HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled,
     resolved_method,
 )
 from specdraft.findings import Finding, worst_level
-from specdraft.config._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
-from specdraft.config._multimodal import multimodal_verdict
-from specdraft.config._serve_plan import ServeFlag, ServePlan
-from specdraft.config._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeConfig, SpeculativeMethod
-from specdraft.config._template_choice import choose_template
-from specdraft.config._vllm_flags import read_vllm_arguments
+from specdraft.planning._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
+from specdraft.planning._multimodal import multimodal_verdict
+from specdraft.planning._serve_plan import ServeFlag, ServePlan
+from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeConfig, SpeculativeMethod
+from specdraft.planning._template_choice import choose_template
+from specdraft.planning._vllm_flags import read_vllm_arguments
 
 DEFAULT_MAX_MODEL_LEN = 131072
 """The validated DGX Spark context; lowered automatically when it does not fit and was not asked for."""

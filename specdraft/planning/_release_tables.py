@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 @lru_cache(maxsize=None)
 def load_table(name: str) -> dict | None:
     """``data/<name>`` parsed; None when it is missing or not JSON."""
-    entry = resources.files("specdraft.config").joinpath("data", name)
+    entry = resources.files("specdraft.planning").joinpath("data", name)
     try:
         return json.loads(entry.read_text())
     except (FileNotFoundError, ValueError):

@@ -1,6 +1,6 @@
 import pytest
 
-from specdraft.config import PROFILES, inspect_checkpoint, kv_shape, plan_memory
+from specdraft.planning import PROFILES, inspect_checkpoint, kv_shape, plan_memory
 
 GIB = 2**30
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.config._release_tables import load_table, rule_for
+from specdraft.planning._release_tables import load_table, rule_for
 
 AsyncSchedulingChoice = Literal["auto", "off"]
 AsyncSchedulingOutcome = Literal["enabled", "vllm-default", "opted-out", "given", "refused", "absent",

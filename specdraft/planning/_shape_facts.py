@@ -41,7 +41,7 @@ class ShapeFacts:
 
 
 def _data(name: str) -> resources.abc.Traversable:
-    return resources.files("specdraft.config").joinpath("data", name)
+    return resources.files("specdraft.planning").joinpath("data", name)
 
 
 @lru_cache(maxsize=None)

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdraft.config._release_tables import load_table, rule_for
+from specdraft.planning._release_tables import load_table, rule_for
 
 _REFUSAL = "does not support multimodal models"
 
