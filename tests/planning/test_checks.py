@@ -4,13 +4,20 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.planning import Finding, HotfixState, SpeculativeConfig, VllmFacts, inspect_checkpoint
+from specdraft.patching import HotfixReport, Status
+from specdraft.planning import Finding, SpeculativeConfig, VllmFacts, inspect_checkpoint
 from specdraft.planning._checks import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
     check_special_tokens, check_vllm, check_vocab_size, published_assistant, suggest_mtp_assistant,
 )
 from tests.planning.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
+
+KV_SHARING = frozenset({"hybrid-kv-manager-off"})
+
+
+def _report(hotfix_id: str, status: Status, detail: str = "") -> HotfixReport:
+    return HotfixReport(id=hotfix_id, status=status, file=None, vllm_version=None, detail=detail)
 
 
 @pytest.fixture
@@ -71,8 +78,8 @@ def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts
 
 def test_drifted_hotfix_is_an_error_naming_the_version():
     vllm = VllmFacts(python="/v/bin/python", version="0.34.0",
-                     hotfixes=(HotfixState("kv-spec-uniform-valueerror", "drifted", "anchor not found"),))
-    finding = check_hotfixes(True, vllm, "apply")
+                     hotfixes=(_report("kv-spec-uniform-valueerror", Status.DRIFTED, "anchor not found"),))
+    finding = check_hotfixes(KV_SHARING, vllm, "apply")
     assert finding.level == "error"
     assert finding.message == ("vLLM 0.34.0: kv-spec-uniform-valueerror drifted (the code around the anchor changed; "
                                "specdraft will not patch it): anchor not found")
@@ -80,15 +87,15 @@ def test_drifted_hotfix_is_an_error_naming_the_version():
 
 
 def test_pending_hotfix_in_check_mode_is_an_error_and_in_apply_mode_is_planned():
-    vllm = VllmFacts(python="/v/bin/python", version="0.32.0", hotfixes=(HotfixState("a", "pending"),
-                                                                          HotfixState("b", "applied")))
-    assert check_hotfixes(True, vllm, "check").message.startswith("vLLM 0.32.0: a pending; without them engine")
-    assert check_hotfixes(True, vllm, "apply").level == "info"
-    assert check_hotfixes(True, vllm, "skip").level == "warning"
+    vllm = VllmFacts(python="/v/bin/python", version="0.32.0", hotfixes=(_report("a", Status.PENDING),
+                                                                          _report("b", Status.APPLIED)))
+    assert check_hotfixes(KV_SHARING, vllm, "check").message.startswith("vLLM 0.32.0: a pending; without them engine")
+    assert check_hotfixes(KV_SHARING, vllm, "apply").level == "info"
+    assert check_hotfixes(KV_SHARING, vllm, "skip").level == "warning"
 
 
 def test_unknown_hotfix_status_is_a_warning_with_the_command_to_learn_it():
-    finding = check_hotfixes(True, VllmFacts(hotfix_note="no `vllm` on PATH"), "apply")
+    finding = check_hotfixes(KV_SHARING, VllmFacts(hotfix_note="no `vllm` on PATH"), "apply")
     assert (finding.level, finding.message) == ("warning", "hotfix status unknown: no `vllm` on PATH")
 
 
@@ -206,13 +213,13 @@ def test_e_series_template_for_a_large_target_is_an_error(facts):
 
 def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager():
     vllm = VllmFacts(python="/v/bin/python", version="0.26.0",
-                     hotfixes=(HotfixState("kv-sharing-uniform-specs", "applied"),
-                               HotfixState("gemma4-mtp-shares-backbone-embeddings", "pending")))
-    finding = check_hotfixes(False, vllm, "check", mtp=True)
+                     hotfixes=(_report("kv-sharing-uniform-specs", Status.APPLIED),
+                               _report("gemma4-mtp-shares-backbone-embeddings", Status.PENDING)))
+    finding = check_hotfixes(frozenset({"mtp-assistant"}), vllm, "check")
     assert finding.level == "error" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
     assert "pre_projection" in finding.message and "window size" not in finding.message
-    assert check_hotfixes(False, vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
-    assert check_hotfixes(True, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
+    assert check_hotfixes(frozenset(), vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
+    assert check_hotfixes(KV_SHARING, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
 
 
 def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir, facts):

@@ -62,7 +62,7 @@ def test_assistant_draft_gets_method_mtp_and_keeps_the_hybrid_manager():
 
 def test_e_series_target_gets_the_e_template_variant():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-E4B-it", draft="google/gemma-4-E2B-it"))
-    assert plan.template["needed_variant"] == "e"
+    assert plan.template.needed_variant == "e"
 
 
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
@@ -177,7 +177,7 @@ def test_a_launch_request_refuses_a_method_that_uses_no_draft_checkpoint():
 
 def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_before_serving(tmp_path):
     """With the hybrid KV manager left on (an assistant shares no KV of its own), the plan must still read the
-    hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix (H100, issue 7)."""
+    hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix."""
     from specdraft.launch import apply_hotfixes
     from specdraft.patching.release_trees import release_tree
 
@@ -192,6 +192,6 @@ def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_bef
     checked = build_launch_plan(request.model_copy(update={"hotfixes": "check"}))
     assert _findings(checked)["hotfixes"].level == "error"
     applied = apply_hotfixes(plan, progress=lambda line: None)
-    statuses = {h["id"]: h["status"] for h in applied.vllm["hotfixes"]}
+    statuses = {h.id: h.status for h in applied.vllm.hotfixes}
     assert statuses["gemma4-mtp-shares-backbone-embeddings"] == "applied"
     assert _findings(applied)["hotfixes"].level == "ok"
