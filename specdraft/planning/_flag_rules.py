@@ -107,8 +107,14 @@ def async_scheduling(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None
 
 
 def trust_remote_code(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    """Only a checkpoint that ships its own model code (an ``auto_map`` in config.json) needs it; Gemma 4 runs on
+    vLLM's and transformers' own classes, and the flag would let any code in the repo run."""
+    shipping = [c.ref for c in (facts.target, facts.draft) if c.config.get("auto_map")]
+    if not shipping:
+        return None
     return ServeFlag(name="--trust-remote-code",
-                     reason="validated seed flag; Gemma 4 checkpoints may ship custom processor code")
+                     reason=f"{' and '.join(shipping)} ship{'s' if len(shipping) == 1 else ''} model code "
+                            "(auto_map in config.json)")
 
 
 # the chat surface

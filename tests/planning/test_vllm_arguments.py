@@ -9,11 +9,11 @@ import pytest
 from specdraft.planning import ServeFlag, SpeculativeConfig, VllmFacts, multimodal_verdict, read_vllm_arguments
 from specdraft.planning._serve_checks import restrict_to_version
 
-SEED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
-              "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",
-              "--disable-hybrid-kv-cache-manager", "--trust-remote-code", "--enable-auto-tool-choice",
-              "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
-              "--default-chat-template-kwargs", "--chat-template", "--language-model-only"]
+PLANNED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
+                 "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",
+                 "--disable-hybrid-kv-cache-manager", "--trust-remote-code", "--enable-auto-tool-choice",
+                 "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
+                 "--default-chat-template-kwargs", "--chat-template", "--language-model-only"]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_static_reading_finds_exactly_the_real_parsers_options(vllm_cpu_python):
 @pytest.mark.parametrize("version", ["0.19.0", "0.26.0", "0.28.0", "0.31.0", "0.33.0"])
 def test_every_flag_the_plan_can_emit_exists_in_release(release, version):
     arguments = read_vllm_arguments(release(version))
-    assert [f for f in SEED_FLAGS if f not in arguments.serve_flags] == []
+    assert [f for f in PLANNED_FLAGS if f not in arguments.serve_flags] == []
 
 
 def test_flag_unknown_to_the_installed_release_is_left_out_with_a_warning(release):
