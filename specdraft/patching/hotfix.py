@@ -48,11 +48,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from enum import Enum
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar, Mapping
 
-from specdraft.patching.reports import Status
+from specdraft.patching.reports import Status, _Words
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -61,11 +60,8 @@ if TYPE_CHECKING:
 # and must not pay for libcst.
 
 
-class Trait(str, Enum):
+class Trait(_Words):
     """The closed vocabulary of what a draft/target pairing is, as far as hotfixes care."""
-
-    def __str__(self) -> str:
-        return self.value
 
     HYBRID_KV_CACHE_MANAGER_OFF = "hybrid-kv-cache-manager-off"
     """The pair runs with ``--disable-hybrid-kv-cache-manager``: its draft shares KV across layers, or its
