@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.patching.reports import Status
+from specdraft.patching import Status, Trait
 from specdraft.planning._checkpoint import Checkpoint
-from specdraft.planning._hotfix_needs import MTP_HOTFIX, PairingNeed, is_needed, pairing_needs, prevented_failure
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import HotfixMode
 from specdraft.planning._shape_facts import shipped_assistants
 from specdraft.planning._vllm_install import VllmFacts
@@ -174,28 +174,28 @@ def resolved_method(speculative: SpeculativeConfig, draft: Checkpoint | None) ->
     return speculative.method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
 
 
-def check_hotfixes(needs: frozenset[PairingNeed], vllm: VllmFacts, mode: HotfixMode) -> Finding:
-    """The hotfixes this pairing ``needs`` (see ``pairing_needs``) against their status on ``vllm``."""
+def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) -> Finding:
+    """The hotfixes a pairing with ``traits`` needs (their own declarations say which) against ``vllm``."""
     python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
-    if not needs:
-        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing")
+    needed = hotfixes_needed(traits)
+    if not needed:
+        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing"
+                   if not traits else f"no hotfix is needed for {', '.join(sorted(traits))}")
     if vllm.hotfixes is None:
         return Finding(level="warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
-    relevant = [h for h in vllm.hotfixes if is_needed(h.id, needs)]
-    drifted = [h for h in relevant if h.status == Status.DRIFTED]
-    pending = [h for h in relevant if h.status == Status.PENDING]
+    drifted = [h for h in vllm.hotfixes_with(Status.DRIFTED) if h.id in needed]
+    pending = [h for h in vllm.hotfixes_with(Status.PENDING) if h.id in needed]
     if drifted:
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in drifted)} drifted (the code around the "
                                f"anchor changed; specdraft will not patch it): {drifted[0].detail}",
                        hint=f"python -m specdraft patch diff --python {python}")
     if pending and mode == "check":
-        failures = list(dict.fromkeys(prevented_failure(h.id) for h in pending))
         return Finding(level="error", check="hotfixes",
-                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them engine "
-                               f"start-up fails ({'; '.join(failures)})",
+                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them "
+                               + "; ".join(needed[h.id].failure for h in pending),
                        hint=f"python -m specdraft patch apply --python {python}  (or launch --hotfixes apply)")
     if pending and mode == "skip":
         return Finding(level="warning", check="hotfixes",
@@ -228,10 +228,12 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
     assistant = published_assistant(target)
     if assistant is None:
         return None
+    hotfixes = ", ".join(hotfixes_needed(frozenset({Trait.GEMMA4_MTP_ASSISTANT})))
     return Finding(level="info", check="mtp-assistant",
                    message=f"tip: --draft {assistant}, the target's MTP assistant (method mtp), decoded ~2x as fast "
                            "as an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance 0.85, "
-                           f"vLLM 0.26.0); vLLM 0.25.0-0.26.0 need hotfix {MTP_HOTFIX}, which specdraft applies",
+                           f"vLLM 0.26.0)" + (f"; specdraft applies {hotfixes} where the serving vLLM needs it"
+                                              if hotfixes else ""),
                    hint=f"launch --draft {assistant}")
 
 
@@ -369,9 +371,9 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    needs = pairing_needs(hybrid_kv_manager_off=needs_hybrid_manager_disabled(facts.target, draft) is not None,
-                          method=resolved_method(facts.speculative, draft))
-    findings.append(check_hotfixes(needs, facts.vllm, facts.hotfix_mode))
+    traits = pairing_traits(hybrid_kv_cache_manager_off=facts.hybrid_kv_cache_manager_disabled,
+                            method=resolved_method(facts.speculative, draft))
+    findings.append(check_hotfixes(traits, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
-from specdraft.planning._checks import needs_hybrid_manager_disabled
-from specdraft.planning._hotfix_needs import pairing_needs
+from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative_choice import choose_method
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
@@ -35,10 +35,11 @@ def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint) -> str | None:
 
 
 def gather_facts(request: LaunchRequest) -> LaunchFacts:
-    """Read both checkpoints, then the serving vLLM (its hotfix status only where a hotfix can matter)."""
+    """Read both checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix)."""
     target = inspect_checkpoint(request.target, revision=request.revision)
     draft = inspect_checkpoint(request.draft, revision=request.draft_revision)
-    method = choose_method(request, draft)[0] or "draft_model"
-    needs = pairing_needs(hybrid_kv_manager_off=hybrid_kv_reason(target, draft) is not None, method=method)
-    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(needs))
+    traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
+                            or HYBRID_FLAG in request.extra_args,
+                            method=choose_method(request, draft)[0] or "draft_model")
+    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
     return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm)

@@ -86,7 +86,8 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         target=facts.target, draft=facts.draft, speculative=decided.speculative.config,
         tensor_parallel_size=facts.request.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
-        hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None, hotfix_mode=facts.request.hotfixes,
+        hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
+        hotfix_mode=facts.request.hotfixes,
         vllm=facts.vllm, template_path=template.path, template_variant=template.variant,
         template_findings=template.findings, template_note=template.note,
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.patching import HotfixReport, Status
+from specdraft.patching import HotfixReport, Status, Trait, needed_hotfixes
 from specdraft.planning import Finding, SpeculativeConfig, VllmFacts, inspect_checkpoint
 from specdraft.planning._checks import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
@@ -13,7 +13,8 @@ from specdraft.planning._checks import (
 )
 from tests.planning.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
 
-KV_SHARING = frozenset({"hybrid-kv-manager-off"})
+KV_SHARING = frozenset({Trait.HYBRID_KV_CACHE_MANAGER_OFF})
+MTP = frozenset({Trait.GEMMA4_MTP_ASSISTANT})
 
 
 def _report(hotfix_id: str, status: Status, detail: str = "") -> HotfixReport:
@@ -78,18 +79,21 @@ def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts
 
 def test_drifted_hotfix_is_an_error_naming_the_version():
     vllm = VllmFacts(python="/v/bin/python", version="0.34.0",
-                     hotfixes=(_report("kv-spec-uniform-valueerror", Status.DRIFTED, "anchor not found"),))
+                     hotfixes=(_report("kv-uniform-catches-valueerror", Status.DRIFTED, "anchor not found"),))
     finding = check_hotfixes(KV_SHARING, vllm, "apply")
     assert finding.level == "error"
-    assert finding.message == ("vLLM 0.34.0: kv-spec-uniform-valueerror drifted (the code around the anchor changed; "
+    assert finding.message == ("vLLM 0.34.0: kv-uniform-catches-valueerror drifted (the code around the anchor changed; "
                                "specdraft will not patch it): anchor not found")
     assert finding.hint == "python -m specdraft patch diff --python /v/bin/python"
 
 
-def test_pending_hotfix_in_check_mode_is_an_error_and_in_apply_mode_is_planned():
-    vllm = VllmFacts(python="/v/bin/python", version="0.32.0", hotfixes=(_report("a", Status.PENDING),
-                                                                          _report("b", Status.APPLIED)))
-    assert check_hotfixes(KV_SHARING, vllm, "check").message.startswith("vLLM 0.32.0: a pending; without them engine")
+def test_pending_hotfix_in_check_mode_is_an_error_quoting_the_failure_it_declares():
+    vllm = VllmFacts(python="/v/bin/python", version="0.32.0",
+                     hotfixes=(_report("kv-sharing-uniform-specs", Status.PENDING),
+                               _report("kv-uniform-catches-valueerror", Status.APPLIED)))
+    failure = next(e.failure for e in needed_hotfixes(KV_SHARING) if e.id == "kv-sharing-uniform-specs")
+    assert check_hotfixes(KV_SHARING, vllm, "check").message == (
+        f"vLLM 0.32.0: kv-sharing-uniform-specs pending; without them {failure}")
     assert check_hotfixes(KV_SHARING, vllm, "apply").level == "info"
     assert check_hotfixes(KV_SHARING, vllm, "skip").level == "warning"
 
@@ -215,7 +219,7 @@ def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager
     vllm = VllmFacts(python="/v/bin/python", version="0.26.0",
                      hotfixes=(_report("kv-sharing-uniform-specs", Status.APPLIED),
                                _report("gemma4-mtp-shares-backbone-embeddings", Status.PENDING)))
-    finding = check_hotfixes(frozenset({"mtp-assistant"}), vllm, "check")
+    finding = check_hotfixes(MTP, vllm, "check")
     assert finding.level == "error" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
     assert "pre_projection" in finding.message and "window size" not in finding.message
     assert check_hotfixes(frozenset(), vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on

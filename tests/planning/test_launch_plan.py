@@ -151,8 +151,8 @@ def test_a_draft_model_beside_a_gemma4_target_gets_a_tip_naming_its_mtp_assistan
     assert tip.level == "info" and tip.hint == f"launch --draft {assistant}"
     assert tip.message == (f"tip: --draft {assistant}, the target's MTP assistant (method mtp), decoded ~2x as fast as "
                            "an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance 0.85, "
-                           "vLLM 0.26.0); vLLM 0.25.0-0.26.0 need hotfix gemma4-mtp-shares-backbone-embeddings, "
-                           "which specdraft applies")
+                           "vLLM 0.26.0); specdraft applies gemma4-mtp-shares-backbone-embeddings where the serving "
+                           "vLLM needs it")
 
 
 def test_the_tip_finds_the_assistant_of_a_local_target_by_its_width(tmp_path):
@@ -195,3 +195,18 @@ def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_bef
     statuses = {h.id: h.status for h in applied.vllm.hotfixes}
     assert statuses["gemma4-mtp-shares-backbone-embeddings"] == "applied"
     assert _findings(applied)["hotfixes"].level == "ok"
+
+
+@pytest.mark.parametrize("draft, extra", [("/models/unknown-draft", []), ("google/gemma-4-31B-it-assistant",
+                                                                         ["--disable-hybrid-kv-cache-manager"])])
+def test_a_pair_served_with_the_hybrid_manager_off_needs_the_kv_sharing_hotfixes(tmp_path, draft, extra):
+    """The plan turns the manager off for a draft it cannot read, and the user may after --: either way the
+    KV-sharing hotfixes matter, and their status is read."""
+    from specdraft.patching.release_trees import release_tree
+
+    root = tmp_path / "site"
+    shutil.copytree(release_tree("0.26.0", progress=lambda line: None), root)
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=draft, vllm_root=root, hotfixes="check",
+                                           extra_args=extra))
+    finding = _findings(plan)["hotfixes"]
+    assert finding.level == "error" and "kv-sharing-uniform-specs, kv-uniform-catches-valueerror pending" in finding.message
