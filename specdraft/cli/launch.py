@@ -3,6 +3,10 @@
     specdraft launch --target T --draft D [--profile dgx-spark|h100|h200] [--dry-run] [--json]
                      [--print] [--docker] [-- extra vllm serve args]
     specdraft launch --demo
+
+The options that make the request are generated from ``LaunchRequest``'s fields (help from their
+docstrings, choices from their types, defaults left to the model); only the ones about what to do
+with the plan (--dry-run, --json, --print, --docker, --demo) are declared here.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 class PairFacts(BaseModel):
     """What the checks judge: the pair, the config and flags the plan chose, the serving vLLM."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     target: Checkpoint
     draft: Checkpoint | None

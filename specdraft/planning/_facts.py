@@ -19,7 +19,7 @@ from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
 class LaunchFacts(BaseModel):
     """What was asked for and what is on the machine."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     request: LaunchRequest
     target: Checkpoint

@@ -29,7 +29,7 @@ from specdraft.planning._vllm_install import VllmFacts
 class LaunchPlan(BaseModel):
     """The complete, checked plan: what ``--dry-run --json`` prints and what launch executes."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     request: LaunchRequest
     """What was asked for."""
