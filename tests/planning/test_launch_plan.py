@@ -42,7 +42,7 @@ def test_an_explicit_context_that_does_not_fit_is_an_error_with_what_would():
     assert memory.hint.startswith(f"--max-model-len {plan.memory.max_context_that_fits} fits")
 
 
-def test_h200_fits_the_seed_at_128k():
+def test_h200_fits_the_spark_pairing_at_128k():
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h200"))
     assert _findings(plan)["memory"].level == "ok" and plan.serve.flag("--max-model-len").value == "131072"
 
