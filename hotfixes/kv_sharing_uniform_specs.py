@@ -18,7 +18,7 @@ from types import ModuleType
 
 import libcst as cst
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, code_of, find_all, normalised
+from specdraft.patching.hotfix import Inspection, Fixture, Hotfix, Status, code_of, find_all, normalised
 
 _ANCHOR_TEXT = "tgt_kv_cache_group.layer_names.append(layer_name)"
 _ANCHOR = normalised(_ANCHOR_TEXT)
@@ -75,18 +75,18 @@ class KvSharingUniformSpecs(Hotfix):
     function = "add_kv_sharing_layers_to_kv_cache_groups"
     modules = ("vllm.v1.worker.utils",)
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Inspection:
         loops = _anchor_loops(function)
         if len(loops) != 1:
-            return Finding(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")
+            return Inspection(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")
         loop, _ = loops[0]
         if find_all(loop, cst.AssignTarget, _sets_spec_of_layer):
-            return Finding(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
+            return Inspection(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
         if normalised(loop.target) != _LOOP_TARGET:
-            return Finding(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
+            return Inspection(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
         if not _imports_at_top_level(module, "UniformTypeKVCacheSpecs"):
-            return Finding(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
-        return Finding(Status.PENDING, "shared layers get no kv_cache_specs entry")
+            return Inspection(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
+        return Inspection(Status.PENDING, "shared layers get no kv_cache_specs entry")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
         ((loop, anchor),) = _anchor_loops(function)

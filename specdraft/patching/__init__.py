@@ -21,10 +21,10 @@ from specdraft.patching.locate import VllmInstall, locate
 from specdraft.patching.reports import HotfixReport, Outcome, Status
 
 __all__ = [
-    "Finding",
     "Fixture",
     "Hotfix",
     "HotfixReport",
+    "Inspection",
     "Outcome",
     "Status",
     "VllmInstall",
@@ -40,7 +40,7 @@ __all__ = [
 
 def __getattr__(name: str):
     # The hotfix authoring classes pull in libcst; load them only when asked for.
-    if name in ("Finding", "Fixture", "Hotfix"):
+    if name in ("Fixture", "Hotfix", "Inspection"):
         from specdraft.patching import hotfix
 
         return getattr(hotfix, name)
