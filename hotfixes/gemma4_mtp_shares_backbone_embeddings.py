@@ -221,7 +221,8 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
         if _OVERRIDE in methods:
             if _replaces_draft_embeddings(methods[_OVERRIDE]):
                 return Inspection(Status.APPLIED, f"{_OVERRIDE} puts the target's embed_tokens in the assistant")
-            return Inspection(Status.DRIFTED, f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
+            return Inspection(Status.DRIFTED,
+                              f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
         if _KEEPS_OWN_LM_HEAD not in methods:
             return Inspection(Status.DRIFTED, f"Gemma4Proposer no longer overrides {_KEEPS_OWN_LM_HEAD}: "
                                            "the assistant's widths may have changed, review it")

@@ -110,7 +110,8 @@ class KvUniformCatchesValueError(Hotfix):
         handlers = [h for h in guarded[0].handlers if _answers_false(h)]
         caught = set().union(*map(_caught, handlers))
         if caught & _CATCH_ALL or raised <= caught:
-            return Inspection(Status.APPLIED, f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
+            return Inspection(Status.APPLIED,
+                              f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
         if raised - _CAUGHT_BY_THE_FIX:
             return Inspection(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
                                            "(as vllm PR 55187 proposes), which this fix would not catch: review it")

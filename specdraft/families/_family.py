@@ -115,7 +115,7 @@ class ModelFamily(ABC):
         return tuple(index for index, layer in enumerate(self.kv_layers(config)) if layer.shared)
 
     def base_repo_for(self, repo_id: str) -> str | None:
-        """The base checkpoint whose size ``repo_id`` names (its assistant for an assistant), None when it names none."""
+        """The base checkpoint whose size ``repo_id`` names (its assistant for an assistant); None: it names none."""
         return None
 
     def assistant_repo_for(self, base_repo: str) -> str | None:

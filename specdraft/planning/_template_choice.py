@@ -71,8 +71,9 @@ def _check(source: str, variant: str, detect: bool) -> tuple[str | None, tuple[F
 
 def _as_plan_finding(finding: TemplateFinding) -> Finding:
     """A leak rule's finding under the plan's one ``chat-template`` check, naming the rule and scenario."""
+    where = f"in scenario {finding.scenario} ({finding.content_format})"
     return Finding(level=finding.level, check="chat-template", hint=finding.hint or None,
-                   message=f"{finding.check} in scenario {finding.scenario} ({finding.content_format}): {finding.message}")
+                   message=f"{finding.check} {where}: {finding.message}")
 
 
 def choose_template(requested: Path | None, variant: str) -> TemplateChoice:

@@ -18,7 +18,8 @@ def shipped_template(variant: Variant) -> Path:
     """The path of specdraft's own template for ``"e"`` (E2B/E4B) or ``"large"`` (26B-A4B/31B)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    path = Path(str(resources.files("specdraft.templates") / "chat_templates" / GEMMA4.template_files[variant])).resolve()
+    shipped = resources.files("specdraft.templates") / "chat_templates" / GEMMA4.template_files[variant]
+    path = Path(str(shipped)).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"specdraft's {variant} template is missing from the installation: {path}")
     return path
