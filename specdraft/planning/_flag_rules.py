@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from specdraft.families import ModelFamily, rules_for
 from specdraft.planning._checks import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
@@ -98,7 +99,8 @@ def language_model_only(facts: LaunchFacts, decided: Decisions) -> ServeFlag | N
     if not refused or LANGUAGE_MODEL_ONLY in facts.request.extra_args:
         return None
     return ServeFlag(name=LANGUAGE_MODEL_ONLY,
-                     reason=f"vLLM {vllm.version}'s draft_model refuses multimodal targets; the target serves text only")
+                     reason=f"vLLM {vllm.version}'s draft_model refuses multimodal targets; the target serves text "
+                            "only")
 
 
 def async_scheduling(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
@@ -107,8 +109,8 @@ def async_scheduling(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None
 
 
 def trust_remote_code(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
-    """Only a checkpoint that ships its own model code (an ``auto_map`` in config.json) needs it; Gemma 4 runs on
-    vLLM's and transformers' own classes, and the flag would let any code in the repo run."""
+    """Only a checkpoint that ships its own model code (an ``auto_map`` in config.json) needs it; a family vLLM
+    and transformers implement (Gemma 4) runs on their own classes, and the flag would let any code in the repo run."""
     shipping = [c.ref for c in (facts.target, facts.draft) if c.config.get("auto_map")]
     if not shipping:
         return None
@@ -117,21 +119,34 @@ def trust_remote_code(facts: LaunchFacts, decided: Decisions) -> ServeFlag | Non
                             "(auto_map in config.json)")
 
 
-# the chat surface
+# the chat surface: the target's family names its parsers and template
 
 
-def auto_tool_choice(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
+def _family(facts: LaunchFacts) -> ModelFamily:
+    return rules_for(facts.target.config)
+
+
+def auto_tool_choice(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    """vLLM refuses --enable-auto-tool-choice without a tool-call parser."""
+    if _family(facts).tool_call_parser is None:
+        return None
     return ServeFlag(name="--enable-auto-tool-choice", reason="lets the model call tools when a request offers them")
 
 
-def tool_call_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
-    return ServeFlag(name="--tool-call-parser", value="gemma4",
-                     reason="parses <|tool_call>call:NAME{...}<tool_call|> into tool_calls")
+def tool_call_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    family = _family(facts)
+    if family.tool_call_parser is None:
+        return None
+    return ServeFlag(name="--tool-call-parser", value=family.tool_call_parser,
+                     reason=f"parses {family.display_name}'s tool-call markers into tool_calls")
 
 
-def reasoning_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
-    return ServeFlag(name="--reasoning-parser", value="gemma4",
-                     reason="moves <|channel>thought ...<channel|> into `reasoning`, never `content`")
+def reasoning_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    family = _family(facts)
+    if family.reasoning_parser is None:
+        return None
+    return ServeFlag(name="--reasoning-parser", value=family.reasoning_parser,
+                     reason=f"moves {family.display_name}'s thought channel into `reasoning`, never `content`")
 
 
 def content_format(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
@@ -149,8 +164,9 @@ def chat_template(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     path = decided.template.path
     if path is None:
         return None
-    reason = "given" if facts.request.chat_template else (f"specdraft's {facts.target.template_variant!r} Gemma 4 "
-                                                          "template (checked for thought-channel leaks)")
+    reason = "given" if facts.request.chat_template else (
+        f"specdraft's {facts.target.template_variant!r} {_family(facts).display_name} template (checked for "
+        "thought-channel leaks)")
     return ServeFlag(name="--chat-template", value=str(path), reason=reason)
 
 

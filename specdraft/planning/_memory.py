@@ -47,7 +47,8 @@ PROFILES: dict[str, GpuProfile] = {
     "dgx-spark": GpuProfile(
         name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=int(119.7 * GIB),
         gpu_memory_utilization=0.80,
-        utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark value",
+        utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark "
+                           "value",
         runtime_reserve_bytes=4 * GIB, compute_capability=(12, 1),
     ),
     "h100": GpuProfile(

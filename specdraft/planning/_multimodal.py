@@ -42,7 +42,8 @@ def _from_table(version: str) -> MultimodalVerdict | None:
 def _raises_refusal(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
-            text = "".join(c.value for c in ast.walk(node.exc) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            text = "".join(c.value for c in ast.walk(node.exc)
+                           if isinstance(c, ast.Constant) and isinstance(c.value, str))
             if _REFUSAL in text:
                 return True
     return False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.families import rules_for
 from specdraft.planning._checkpoint import Checkpoint
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
@@ -24,8 +25,8 @@ class DefaultK(BaseModel):
 # slow down there; on a DGX Spark the slow target step hides that cost.
 _HOPPER_K = DefaultK(k=3, reason="the fastest K measured on an H100 and an H200 for an E2B draft beside the 31B: "
                                  "longer drafts are host-bound there (docs/gpu/README.md)")
-_DRAFT_MODEL_K = {"dgx-spark": DefaultK(k=4, reason="the validated DGX Spark setting (9 -> 18 tok/s with an E2B draft)"),
-                  "h100": _HOPPER_K, "h200": _HOPPER_K}
+_SPARK_K = DefaultK(k=4, reason="the validated DGX Spark setting (9 -> 18 tok/s with an E2B draft)")
+_DRAFT_MODEL_K = {"dgx-spark": _SPARK_K, "h100": _HOPPER_K, "h200": _HOPPER_K}
 # An MTP assistant is GPU-bound (no host line), so longer drafts keep paying; the H200 takes the H100's K.
 _HOPPER_ASSISTANT_K = DefaultK(k=8, reason="tune's pick at alpha 0.70 from the acceptance and step costs measured on "
                                            "an H100 with the 31B's MTP assistant (vLLM 0.26.0); K = 9, the longest "
@@ -64,7 +65,7 @@ def choose_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None
     if request.method is not None:
         return request.method, ""
     if draft.is_assistant:
-        return "mtp", "the draft is a Gemma 4 MTP assistant"
+        return "mtp", f"the draft is a {rules_for(draft.config).display_name} MTP assistant"
     if any(marker in request.draft.lower() for marker in AUTODETECT_MARKERS):
         return "draft_model", "the draft path would make vLLM guess an EAGLE/DFlash/DSpark head"
     return None, ""

@@ -173,7 +173,8 @@ def test_options_reach_the_request_and_unset_ones_keep_the_models_defaults(specd
                                     "--dry-run", "--json").stdout)
     options = _options(plan["argv"])
     assert options["--revision"] == "abc123" and options["--kv-cache-dtype"] == "fp8"
-    assert options["--max-num-seqs"] == "1" and json.loads(options["--speculative-config"])["num_speculative_tokens"] == 4
+    assert options["--max-num-seqs"] == "1"
+    assert json.loads(options["--speculative-config"])["num_speculative_tokens"] == 4
 
 
 def test_python_and_vllm_root_together_are_refused_by_the_parser(specdraft_cli):

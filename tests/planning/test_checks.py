@@ -54,7 +54,8 @@ def test_different_bos_ids_in_config_are_an_error(checkpoint_dir, facts):
 def test_draft_model_needs_the_targets_tensor_parallel_size():
     finding = check_draft_tensor_parallel(SpeculativeConfig(model="d", draft_tensor_parallel_size=1), 2)
     assert (finding.level, finding.message) == (
-        "error", "draft_tensor_parallel_size=1 but tensor_parallel_size=2: vLLM's draft_model proposer needs them equal")
+        "error",
+        "draft_tensor_parallel_size=1 but tensor_parallel_size=2: vLLM's draft_model proposer needs them equal")
     assert finding.hint == "pass --draft-tensor-parallel-size 2"
 
 
@@ -82,8 +83,8 @@ def test_drifted_hotfix_is_an_error_naming_the_version():
                      hotfixes=(_report("kv-uniform-catches-valueerror", Status.DRIFTED, "anchor not found"),))
     finding = check_hotfixes(KV_SHARING, vllm, "apply")
     assert finding.level == "error"
-    assert finding.message == ("vLLM 0.34.0: kv-uniform-catches-valueerror drifted (the code around the anchor changed; "
-                               "specdraft will not patch it): anchor not found")
+    assert finding.message == ("vLLM 0.34.0: kv-uniform-catches-valueerror drifted (the code around the anchor "
+                               "changed; specdraft will not patch it): anchor not found")
     assert finding.hint == "python -m specdraft patch diff --python /v/bin/python"
 
 
@@ -223,7 +224,7 @@ def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager
     assert finding.level == "error" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
     assert "pre_projection" in finding.message and "window size" not in finding.message
     assert check_hotfixes(frozenset(), vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
-    assert check_hotfixes(KV_SHARING, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
+    assert check_hotfixes(KV_SHARING, vllm, "check").level == "ok"  # a draft_model pair: not its business
 
 
 def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir, facts):

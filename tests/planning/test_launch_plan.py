@@ -104,7 +104,8 @@ def test_a_checkpoint_without_weights_makes_the_memory_plan_say_it_is_optimistic
     target = tmp_path / "target31b"
     shutil.copytree(repo / "benchmarks" / "gpu" / "configs" / "target31b", target)
     plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
-    assert any(f.check == "memory" and f.level == "warning" and f.message.startswith(f"weight size unknown for {target}")
+    assert any(f.check == "memory" and f.level == "warning"
+               and f.message.startswith(f"weight size unknown for {target}")
                for f in plan.findings)
 
 
@@ -209,4 +210,5 @@ def test_a_pair_served_with_the_hybrid_manager_off_needs_the_kv_sharing_hotfixes
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=draft, vllm_root=root, hotfixes="check",
                                            extra_args=extra))
     finding = _findings(plan)["hotfixes"]
-    assert finding.level == "error" and "kv-sharing-uniform-specs, kv-uniform-catches-valueerror pending" in finding.message
+    assert finding.level == "error"
+    assert "kv-sharing-uniform-specs, kv-uniform-catches-valueerror pending" in finding.message
