@@ -133,20 +133,20 @@ def auto_tool_choice(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None
     return ServeFlag(name="--enable-auto-tool-choice", reason="lets the model call tools when a request offers them")
 
 
+def _parser(option: str, parser: str | None, reason: str) -> ServeFlag | None:
+    return ServeFlag(name=option, value=parser, reason=reason) if parser else None
+
+
 def tool_call_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     family = _family(facts)
-    if family.tool_call_parser is None:
-        return None
-    return ServeFlag(name="--tool-call-parser", value=family.tool_call_parser,
-                     reason=f"parses {family.display_name}'s tool-call markers into tool_calls")
+    return _parser("--tool-call-parser", family.tool_call_parser,
+                   f"parses {family.display_name}'s tool-call markers into tool_calls")
 
 
 def reasoning_parser(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     family = _family(facts)
-    if family.reasoning_parser is None:
-        return None
-    return ServeFlag(name="--reasoning-parser", value=family.reasoning_parser,
-                     reason=f"moves {family.display_name}'s thought channel into `reasoning`, never `content`")
+    return _parser("--reasoning-parser", family.reasoning_parser,
+                   f"moves {family.display_name}'s thought channel into `reasoning`, never `content`")
 
 
 def content_format(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
