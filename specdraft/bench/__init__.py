@@ -37,7 +37,16 @@ from specdraft.bench._cost import (
 from specdraft.bench._host_costs import KnownHostCost, host_cost_named, known_host_cost, known_host_costs
 from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
-from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result, round_ratio
+from specdraft.bench._results import (
+    BenchResult,
+    LevelResult,
+    Speedup,
+    Summary,
+    check_result_path,
+    compare,
+    load_result,
+    round_ratio,
+)
 from specdraft.bench._tuner import (
     Extrapolation,
     HostCost,
@@ -59,7 +68,8 @@ from specdraft.bench._tuner import (
 from specdraft.bench._tune import MeasuredRun, Sourced, TuneInputs, TuneReport, TuneRequest, resolve_tune_inputs, tune
 
 __all__ = [
-    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param", "compare",
+    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param",
+    "check_result_path", "compare",
     "conditional_acceptance", "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint",
     "DecodeFootprint", "estimate_cost_ratio", "extend_acceptance", "Extrapolation", "fit_geometric_alpha",
     "fit_step_costs", "footprint_of", "host_cost_from_ms", "host_cost_named", "HostCost", "known_host_costs",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -255,6 +256,12 @@ def run_bench(
         raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
     if not concurrency or min(concurrency) < 1:
         raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    if requests is not None and requests < 1:
+        raise UserError(f"--requests must be at least 1 per level, got {requests}",
+                        hint="leave it out to send each prompt once (at least one request per slot)")
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise UserError(f"--temperature must be a finite number >= 0, got {temperature}",
+                        hint="--temperature 0 samples greedily")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
                       limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:

@@ -49,6 +49,9 @@ def load_prompts(path: Path) -> tuple[Prompt, ...]:
     except FileNotFoundError:
         raise UserError(f"prompt file {path} does not exist",
                         hint='write one JSON object per line: {"prompt": "..."} or {"messages": [...]}') from None
+    except UnicodeDecodeError:
+        raise UserError(f"prompt file {path} is not UTF-8 text",
+                        hint='write one JSON object per line: {"prompt": "..."} or {"messages": [...]}') from None
     except OSError as err:
         raise UserError(f"cannot read prompt file {path}: {err}") from None
     prompts = []
