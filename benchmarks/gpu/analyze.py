@@ -24,11 +24,11 @@ import os
 import sys
 
 from specdraft.bench import TuneRequest, tune
+from specdraft.jsonl import read_jsonl
 
 
 def load(path: str) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [row for _, row in read_jsonl(path, what="results file", hint="give a results.jsonl written by sweep.py")]
 
 
 def latest(rows: list[dict], **match) -> dict | None:

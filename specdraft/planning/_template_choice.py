@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from specdraft.cache import cache_root
 from specdraft.findings import Finding
 from specdraft.errors import UserError
 
@@ -28,7 +29,7 @@ class TemplateChoice:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("SPECDRAFT_CACHE") or Path.home() / ".cache" / "specdraft") / "template-checks"
+    return cache_root() / "template-checks"
 
 
 def _checker_fingerprint(templates_package: Path) -> str:
