@@ -69,3 +69,13 @@ def test_base_commands_run_without_any_extra(base_site, args):
     done = run_base(base_site, *args)
     assert done.returncode in (0, 1), done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bench_compares_saved_runs_without_any_extra(base_site, tmp_path):
+    from tests.bench.test_cli_bench import saved
+
+    fast = saved(tmp_path, "fast", decode=30.0, output=100.0, e2e=2.0)
+    slow = saved(tmp_path, "slow", decode=15.0, output=50.0, e2e=4.0)
+    done = run_base(base_site, "bench", "--compare-results", fast, slow, "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"decode_tok_s": 2.0' in done.stdout

@@ -233,6 +233,20 @@ def run_level(
     )
 
 
+def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int | None, temperature: float) -> None:
+    """Refuse a workload before the server is asked anything."""
+    if max_tokens < 2:
+        raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
+    if not concurrency or min(concurrency) < 1:
+        raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    if requests is not None and requests < 1:
+        raise UserError(f"--requests must be at least 1 per level, got {requests}",
+                        hint="leave it out to send each prompt once (at least one request per slot)")
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise UserError(f"--temperature must be a finite number >= 0, got {temperature}",
+                        hint="--temperature 0 samples greedily")
+
+
 def run_bench(
     base_url: str,
     model: str,
@@ -252,16 +266,7 @@ def run_bench(
     ``requests`` per level defaults to the number of prompts, and never fewer than the concurrency.
     Raises ``UserError`` for an unreachable server, a model it does not serve, or a rejected request.
     """
-    if max_tokens < 2:
-        raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
-    if not concurrency or min(concurrency) < 1:
-        raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
-    if requests is not None and requests < 1:
-        raise UserError(f"--requests must be at least 1 per level, got {requests}",
-                        hint="leave it out to send each prompt once (at least one request per slot)")
-    if not (temperature >= 0 and math.isfinite(temperature)):
-        raise UserError(f"--temperature must be a finite number >= 0, got {temperature}",
-                        hint="--temperature 0 samples greedily")
+    _check_workload(concurrency, max_tokens, requests, temperature)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
                       limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:

@@ -38,6 +38,27 @@ def _float_list(text: str) -> list[float]:
 def register(subparsers, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_acceptance_and_cost(parser)
+    _add_overhead_and_host(parser)
+    parser.add_argument("--target-step-ms", type=float, metavar="MS",
+                        help="target decode step time, for --overhead-ms, --fit-steps and the host line")
+    parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
+                        help="bench result of the target served alone: its step time, for --overhead-ms, "
+                             "--fit-steps and the host line")
+    parser.add_argument("--concurrency", type=int, metavar="N",
+                        help="use the bench results at this concurrency (default: acceptance pooled over all "
+                             "levels, step times at the lowest)")
+    parser.add_argument("--max-k", type=int, default=8, metavar="N", help="largest K to consider (default 8)")
+    parser.add_argument("--no-extrapolation", action="store_true",
+                        help="consider only measured positions (K up to the server's num_speculative_tokens)")
+    parser.add_argument("--schedule", action="store_true",
+                        help="also give num_speculative_tokens_per_batch_size, one K per measured concurrency "
+                             "(needs --from-bench and --step-times with several levels)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(run=run)
+
+
+def _add_acceptance_and_cost(parser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--from-bench", metavar="RESULT.json", type=Path,
                         help="acceptance measured by `specdraft bench` against the speculative server")
@@ -59,6 +80,9 @@ def register(subparsers, name: str, help_text: str) -> None:
                         help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
     parser.add_argument("--context", type=int, default=2048, metavar="TOKENS",
                         help="with --shapes: context length whose KV cache each token reads (default 2048)")
+
+
+def _add_overhead_and_host(parser) -> None:
     overhead = parser.add_mutually_exclusive_group()
     overhead.add_argument("--overhead-fraction", type=float, metavar="O",
                           help="fixed cost per speculative step, in target steps (default 0)")
@@ -73,22 +97,6 @@ def register(subparsers, name: str, help_text: str) -> None:
     host.add_argument("--host-costs", metavar="NAME", choices=sorted(known_host_costs()),
                       help="a measured path (host line, and c and o where not given otherwise): "
                            + "; ".join(sorted(known_host_costs())))
-    parser.add_argument("--target-step-ms", type=float, metavar="MS",
-                        help="target decode step time, for --overhead-ms, --fit-steps and the host line")
-    parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
-                        help="bench result of the target served alone: its step time, for --overhead-ms, "
-                             "--fit-steps and the host line")
-    parser.add_argument("--concurrency", type=int, metavar="N",
-                        help="use the bench results at this concurrency (default: acceptance pooled over all "
-                             "levels, step times at the lowest)")
-    parser.add_argument("--max-k", type=int, default=8, metavar="N", help="largest K to consider (default 8)")
-    parser.add_argument("--no-extrapolation", action="store_true",
-                        help="consider only measured positions (K up to the server's num_speculative_tokens)")
-    parser.add_argument("--schedule", action="store_true",
-                        help="also give num_speculative_tokens_per_batch_size, one K per measured concurrency "
-                             "(needs --from-bench and --step-times with several levels)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(run=run)
 
 
 def request_of(args) -> TuneRequest:
