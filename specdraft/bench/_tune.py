@@ -289,6 +289,9 @@ def _host(request: TuneRequest, runs: _Runs, known: KnownHostCost | None) -> Hos
 
 def _target_step_ms(request: TuneRequest, runs: _Runs, needed_by: str) -> float:
     if request.target_step_ms is not None:
+        if not (request.target_step_ms > 0 and math.isfinite(request.target_step_ms)):
+            raise UserError(f"--target-step-ms must be a finite number of ms > 0, got {request.target_step_ms}",
+                            hint="the target's decode step, e.g. --target-step-ms 24.7")
         return request.target_step_ms
     if runs.target_only is not None:
         return step_ms(runs.target_only, request.concurrency, "target-only")

@@ -92,3 +92,18 @@ def test_a_given_overhead_fraction_must_be_a_finite_number_at_least_zero(capsys,
     assert code == 2 and out == ""
     assert err.splitlines()[0] == (f"specdraft: error: --overhead-fraction must be a finite number >= 0 "
                                    f"(target steps per speculative step), got {float(value)}")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_a_target_step_time_that_is_not_a_positive_number_is_refused(capsys, value):
+    """With --host-costs it divided by zero (an internal error)."""
+    code, _, err = tune(capsys, "--per-position-acceptance", "0.8", "--host-costs", "vllm0.26-mtp-31b-assistant",
+                        "--target-step-ms", value)
+    assert code == 2 and err.splitlines()[0] == (
+        f"specdraft: error: --target-step-ms must be a finite number of ms > 0, got {float(value)}")
+
+
+def test_max_k_is_bounded_so_tune_answers_at_once(capsys):
+    """--max-k 100000000 built a hundred-million-row table (minutes, gigabytes)."""
+    code, _, err = tune(capsys, "--per-position-acceptance", "0.8", "--cost-ratio", "0.1", "--max-k", "100000000")
+    assert code == 2 and err.splitlines()[0] == "specdraft: error: --max-k must be between 1 and 64, got 100000000"
