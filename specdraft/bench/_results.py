@@ -234,7 +234,7 @@ def load_result(path: Path) -> BenchResult:
                         hint="write one with: python -m specdraft bench ... --out RESULT.json")
     try:
         return BenchResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError) as err:  # a field of the wrong shape or type
         raise UserError(f"{path}: malformed bench result ({type(err).__name__}: {err})") from None
 
 

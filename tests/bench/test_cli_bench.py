@@ -170,3 +170,13 @@ def test_nan_counters_on_a_servers_metrics_page_are_one_clear_error():
         parse_spec_decode_counters(page, "m")
     with pytest.raises(UserError, match="not in the Prometheus text format"):
         parse_spec_decode_counters("vllm:spec_decode_num_drafts_total{model_name=\"m\" 3\n", "m")
+
+
+@pytest.mark.parametrize("levels", ["x", [1], [[]]])
+def test_a_saved_result_with_levels_of_the_wrong_shape_is_refused(capsys, tmp_path, levels):
+    path = Path(saved(tmp_path, "a", decode=30.0, output=100.0, e2e=2.0))
+    data = json.loads(path.read_text())
+    data["levels"] = levels
+    path.write_text(json.dumps(data))
+    code, _, err = bench(capsys, "--compare-results", str(path), str(path))
+    assert code == 2 and "malformed bench result" in err.splitlines()[0]
