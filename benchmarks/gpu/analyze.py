@@ -4,7 +4,7 @@ usage: analyze.py RESULTS.jsonl OUTDIR [--repeat RESULTS2.jsonl] [--no-plot]
 
 Prints the table and writes OUTDIR/sweep.csv, OUTDIR/analysis.json and (with matplotlib) OUTDIR/speedup_vs_k.png.
 
-The prediction is issue 6's model, S(K) = E(K) / (K*c + 1) with E(K) = 1 + a_1 + ... + a_K:
+The prediction is tune's textbook model, S(K) = E(K) / (K*c + 1) with E(K) = 1 + a_1 + ... + a_K:
 - a_i is the unconditional acceptance at position i as vLLM counts it, taken from the run with the largest K
   at that acceptance level (it measures every position 1..K_max);
 - c = draft step / target step, both measured alone (``draft`` and ``k0`` rows), the same way.

@@ -1,4 +1,4 @@
-"""Issue 7's lever table: every measured configuration next to tune's prediction for it.
+"""The lever table (docs/gpu/README.md section 5): every measured configuration next to tune's prediction for it.
 
 usage: levers.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--png]
 
