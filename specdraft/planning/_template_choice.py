@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.cache import cache_root
 from specdraft.errors import UserError
 from specdraft.findings import Finding
 
@@ -44,7 +45,7 @@ class TemplateChoice(BaseModel):
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("SPECDRAFT_CACHE") or Path.home() / ".cache" / "specdraft") / "template-checks"
+    return cache_root() / "template-checks"
 
 
 def _checker_fingerprint(templates_package: Path) -> str:
