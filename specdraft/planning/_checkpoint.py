@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from specdraft.planning._references import looks_like_path, reference_problem
 from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.errors import UserError
 from specdraft.quantization import read_quantization
@@ -171,10 +172,15 @@ class Checkpoint:
 
 
 def _read_json(path: Path) -> dict | None:
+    """A JSON object file; None when missing or unparsable; a file that holds another JSON value is refused."""
     try:
-        return json.loads(path.read_text())
+        value = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(value, dict):
+        raise UserError(f"{path}: a JSON {type(value).__name__}, not an object; not a checkpoint file",
+                        hint=f"check {path.name}, or download the checkpoint again")
+    return value
 
 
 def _safetensors_bytes(directory: Path) -> int | None:
@@ -248,10 +254,6 @@ def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -
     return int(embedded * BF16_BYTES + max(params - embedded, 0) * NVFP4_BYTES_PER_PARAM)
 
 
-def _looks_like_path(ref: str) -> bool:
-    return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
-
-
 def _hf_cache_snapshot(repo_id: str, revision: str | None, hf_cache: Path | None) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
@@ -281,10 +283,13 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
 
     ``hf_cache`` is the hub cache directory (default: huggingface_hub's, which honours ``HF_HUB_CACHE``).
     """
+    problem = reference_problem(ref)
+    if problem is not None:
+        raise UserError(problem, hint="pass a local checkpoint directory or a repo id such as google/gemma-4-31B-it")
     local = Path(ref).expanduser()
     if local.is_dir():
         return _from_directory(ref, local, "local")
-    if _looks_like_path(ref):
+    if looks_like_path(ref):
         return Checkpoint(ref=ref, source="unknown", path=local, config={},
                           notes=(f"{ref}: no such directory",))
     snapshot = _hf_cache_snapshot(ref, revision, hf_cache)

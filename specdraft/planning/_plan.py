@@ -24,6 +24,7 @@ from specdraft.planning._checks import (
 from specdraft.findings import Finding, worst_level
 from specdraft.planning._memory import PROFILES, MemoryPlan, ProfileName, plan_memory
 from specdraft.planning._multimodal import multimodal_verdict
+from specdraft.planning._references import reference_problem
 from specdraft.planning._serve_plan import ServeFlag, ServePlan
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeConfig, SpeculativeMethod
 from specdraft.planning._template_choice import choose_template
@@ -85,6 +86,14 @@ class LaunchRequest(BaseModel):
     """A directory containing the ``vllm`` package (site-packages, unpacked wheel) to read instead of ``python``'s."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed through to ``vllm serve`` verbatim."""
+
+    @field_validator("target", "draft")
+    @classmethod
+    def _is_a_checkpoint_reference(cls, ref: str) -> str:
+        problem = reference_problem(ref)
+        if problem is not None:
+            raise ValueError(problem)
+        return ref
 
     @field_validator("method")
     @classmethod
