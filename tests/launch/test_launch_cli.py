@@ -91,7 +91,8 @@ def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, 
 def test_docker_command_survives_two_rounds_of_shell_parsing(specdraft_cli, tmp_path):
     target = tmp_path / "my models" / "t;x"
     target.mkdir(parents=True)
-    done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker")
+    done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker",
+                         "--image", "vllm/vllm-openai:v0.26.0")
     outer = shlex.split(done.stdout.strip())
     assert outer[:2] == ["docker", "run"] and f"{target}:{target}:ro" in outer
     script = outer[outer.index("-c") + 1]
