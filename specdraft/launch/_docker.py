@@ -3,8 +3,8 @@ vLLM, then execs ``vllm serve`` with the same argv.
 
 The install inside the image must not change the image's vLLM environment: specdraft goes in with
 ``--no-deps`` (``patch apply`` and ``patch verify`` import only specdraft, libcst and packaging), and
-libcst is installed under constraints that pin every distribution the image already has, so pip can
-add libcst but never up- or downgrade a package vLLM was built with; if it would have to, the install
+libcst and packaging are installed under constraints that pin every distribution the image already has, so pip can
+add them but never up- or downgrade a package vLLM was built with; if it would have to, the install
 fails and the container stops before serving.
 """
 
@@ -25,8 +25,8 @@ SOURCE_IN_CONTAINER = "/opt/specdraft-src"
 BUILD_IN_CONTAINER = "/tmp/specdraft-build"
 HF_HOME_IN_CONTAINER = "/root/.cache/huggingface"
 IMAGE_PACKAGES = "/tmp/specdraft-image-packages.txt"
-LIBCST_REQUIREMENT = "libcst>=1.0"
-"""specdraft's own libcst requirement (pyproject.toml); the patch engine needs it in the image."""
+PATCH_REQUIREMENTS = ("libcst>=1.0", "packaging>=23")
+"""specdraft's own pins (pyproject.toml) of what ``patch apply`` / ``patch verify`` import besides specdraft."""
 DEFAULT_PORT = 8000
 IMAGE_HINT = "pass --image vllm/vllm-openai:vX.Y.Z (the release you mean to serve with)"
 
@@ -109,12 +109,13 @@ def _hf_mounts(environ: Mapping[str, str]) -> list[str]:
 
 
 def install_commands(source_in_container: str | None) -> list[str]:
-    """The entrypoint's install steps: specdraft without dependencies, libcst pinned to the image's packages."""
+    """The entrypoint's install steps: specdraft without dependencies, then what its patch steps import, with every
+    distribution already in the image pinned (pip adds what is missing, changes nothing vLLM has)."""
     specdraft_install = (f"cp -r {SOURCE_IN_CONTAINER} {BUILD_IN_CONTAINER} && "
                          f"python3 -m pip install --no-deps {BUILD_IN_CONTAINER}" if source_in_container
                          else f"python3 -m pip install --no-deps specdraft=={specdraft.__version__}")
     return [f"python3 -m pip list --format=freeze > {IMAGE_PACKAGES}", specdraft_install,
-            f"python3 -m pip install -c {IMAGE_PACKAGES} {shlex.quote(LIBCST_REQUIREMENT)}"]
+            f"python3 -m pip install -c {IMAGE_PACKAGES} {shlex.join(PATCH_REQUIREMENTS)}"]
 
 
 def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:

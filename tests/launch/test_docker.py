@@ -92,7 +92,7 @@ def test_the_entrypoint_installs_specdraft_alone_and_libcst_pinned_to_the_image(
     steps = _script(docker_argv(_plan(), image=IMAGE, environ={}))
     assert steps[0] == "python3 -m pip list --format=freeze > /tmp/specdraft-image-packages.txt"
     assert "python3 -m pip install --no-deps " in steps[1] or "python3 -m pip install --no-deps " in steps[2]
-    assert "python3 -m pip install -c /tmp/specdraft-image-packages.txt 'libcst>=1.0'" in steps
+    assert "python3 -m pip install -c /tmp/specdraft-image-packages.txt 'libcst>=1.0' 'packaging>=23'" in steps
     assert steps[-3:-1] == ["python3 -m specdraft patch apply", "python3 -m specdraft patch verify"]
 
 

@@ -3,7 +3,7 @@
 vllm/vllm-openai images run Python 3.12 (docker/Dockerfile in https://github.com/vllm-project/vllm:
 ``ARG PYTHON_VERSION=3.12``, pip from get-pip.py, vLLM and its requirements installed with ``uv pip
 install --system``). The entrypoint installs specdraft with ``--no-deps`` and libcst under constraints
-pinning every installed distribution. What is shown here: the patch steps import nothing but
+pinning every installed distribution (and packaging likewise). What is shown here: the patch steps import nothing but
 specdraft, libcst and packaging; specdraft's own pins conflict with some releases' (so ``--no-deps`` is
 needed); and pip, for Python 3.12 and manylinux x86_64 wheels only, installs libcst and packaging
 within each release's own pins (its published METADATA).
@@ -23,7 +23,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.launch._docker import LIBCST_REQUIREMENT
+from specdraft.launch._docker import PATCH_REQUIREMENTS
 from tests.planning.test_async_scheduling import CHECKED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +60,9 @@ def _name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def test_libcst_requirement_is_specdrafts_own():
-    assert _specdraft_requirements()["libcst"] == Requirement(LIBCST_REQUIREMENT).specifier
+def test_the_patch_requirements_are_specdrafts_own():
+    ours = _specdraft_requirements()
+    assert all(ours[_name(r.name)] == r.specifier for r in map(Requirement, PATCH_REQUIREMENTS))
 
 
 def test_the_patch_steps_import_only_specdraft_libcst_and_packaging(tmp_path, release):
@@ -115,7 +116,7 @@ def test_libcst_and_packaging_install_within_the_releases_pins_on_python_3_12(re
         [sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--ignore-installed", "--quiet",
          "--only-binary=:all:", "--python-version", IMAGE_PYTHON, *[f"--platform={p}" for p in PLATFORMS],
          "--target", str(tmp_path / "target"), "--report", str(report), "-c", str(constraints),
-         LIBCST_REQUIREMENT, "packaging>=23"], capture_output=True, text=True, timeout=300)
+         *PATCH_REQUIREMENTS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     installed = {_name(i["metadata"]["name"]): Version(i["metadata"]["version"])
                  for i in json.loads(report.read_text())["install"]}
