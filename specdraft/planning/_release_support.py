@@ -20,6 +20,7 @@ The shipped table ``data/release_support.json`` holds these per release 0.19.0-0
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -134,3 +135,19 @@ def release_support(version: str | None) -> ReleaseSupport | None:
     if rule is None:
         return None
     return ReleaseSupport(**{name: rule[name] for name in ReleaseSupport.model_fields})
+
+
+def first_release(has: Callable[[ReleaseSupport], bool]) -> str | None:
+    """The earliest release in the table whose facts satisfy ``has``; None when none does."""
+    for rule in load_table("release_support.json")["rules"]:
+        if has(release_support(rule["read"][0])):
+            return rule["read"][0]
+    return None
+
+
+def every_kv_cache_dtype() -> tuple[str, ...]:
+    """Every ``--kv-cache-dtype`` choice of any release in the table, in first-seen order."""
+    seen: dict[str, None] = {}
+    for rule in load_table("release_support.json")["rules"]:
+        seen.update(dict.fromkeys(rule["kv_cache_dtypes"]))
+    return tuple(seen)
