@@ -28,6 +28,7 @@ from specdraft.planning._references import reference_problem
 from specdraft.planning._serve_plan import ServeFlag, ServePlan
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeConfig, SpeculativeMethod
 from specdraft.planning._template_choice import choose_template
+from specdraft.planning._verdicts import release_verdicts
 from specdraft.planning._vllm_flags import read_vllm_arguments
 
 DEFAULT_MAX_MODEL_LEN = 131072
@@ -433,7 +434,12 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         or "--language-model-only" in request.extra_args,
         compute_capability=profile.compute_capability,
     )
-    findings = check_pair(facts) + version_findings
+    findings = check_pair(facts) + version_findings + release_verdicts(
+        target, draft, method=resolved_method(speculative, draft), k=speculative.num_speculative_tokens,
+        max_model_len=max_model_len, kv_cache_dtype=request.kv_cache_dtype,
+        tensor_parallel_size=request.tensor_parallel_size,
+        draft_tensor_parallel_size=speculative.draft_tensor_parallel_size or request.tensor_parallel_size,
+        version=vllm.version, profile=request.profile, gpus=profile.gpus)
     if template.findings and request.allow_leaky_template:
         findings = [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
                     if f.check == "chat-template" and f.level == "error" else f for f in findings]

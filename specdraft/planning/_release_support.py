@@ -137,17 +137,12 @@ def release_support(version: str | None) -> ReleaseSupport | None:
     return ReleaseSupport(**{name: rule[name] for name in ReleaseSupport.model_fields})
 
 
+def every_release() -> list[tuple[str, ReleaseSupport]]:
+    """(first release read, its facts) for every rule of the table, oldest first."""
+    return [(rule["read"][0], release_support(rule["read"][0]))
+            for rule in load_table("release_support.json")["rules"]]
+
+
 def first_release(has: Callable[[ReleaseSupport], bool]) -> str | None:
     """The earliest release in the table whose facts satisfy ``has``; None when none does."""
-    for rule in load_table("release_support.json")["rules"]:
-        if has(release_support(rule["read"][0])):
-            return rule["read"][0]
-    return None
-
-
-def every_kv_cache_dtype() -> tuple[str, ...]:
-    """Every ``--kv-cache-dtype`` choice of any release in the table, in first-seen order."""
-    seen: dict[str, None] = {}
-    for rule in load_table("release_support.json")["rules"]:
-        seen.update(dict.fromkeys(rule["kv_cache_dtypes"]))
-    return tuple(seen)
+    return next((version for version, support in every_release() if has(support)), None)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from specdraft.findings import Finding
-from specdraft.planning._release_support import ReleaseSupport, first_release
+from specdraft.planning._checkpoint import Checkpoint
+from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 
 ASSISTANT_SHARED_KEYS = ("vocab_size", "num_key_value_heads", "head_dim", "global_head_dim",
                          "num_global_key_value_heads", "attention_k_eq_v")
@@ -83,31 +84,37 @@ def check_release_method(method: str, draft_model_type: str | None, target_archi
 
 
 def check_num_speculative_tokens(k: int, support: ReleaseSupport | None, version: str | None) -> Finding:
-    """A decode step of K + 1 tokens must fit vLLM's default CUDA-graph ceiling (it refuses at start-up)."""
-    ceiling = support.cudagraph_capture_ceiling if support else None
+    """A decode step of K + 1 tokens must fit vLLM's default CUDA-graph ceiling (it refuses at start-up);
+    for a release outside the table, the highest ceiling of any release in it."""
+    ceilings = [support.cudagraph_capture_ceiling] if support else \
+        [s.cudagraph_capture_ceiling for _, s in every_release()]
+    ceiling = max((c for c in ceilings if c), default=None)
+    where = f"vLLM {version}" if support else "every vLLM release 0.19.0-0.33.0"
     if ceiling is not None and k + 1 > ceiling:
         return Finding(level="error", check="num-speculative-tokens",
-                       message=f"K = {k}: vLLM {version} captures CUDA graphs of at most {ceiling} tokens and refuses "
+                       message=f"K = {k}: {where} captures CUDA graphs of at most {ceiling} tokens and refuses "
                                f"a decode step of K + 1 = {k + 1} ('No valid cudagraph sizes after rounding')",
                        hint=f"pass --num-speculative-tokens {min(k, ceiling - 1, 16)} (python -m specdraft tune "
                             "picks K for your pair)")
     return _ok("num-speculative-tokens", f"K = {k}")
 
 
-def check_context_room(max_model_len: int, k: int) -> Finding:
-    """A context shorter than one verification step (K + 1 tokens) plus a prompt serves nothing."""
+def check_context_room(max_model_len: int, k: int) -> Finding | None:
+    """A context shorter than one verification step (K + 1 tokens) plus a prompt serves nothing (None: room enough;
+    ``max-model-len``'s own verdict covers the upper bound)."""
     if max_model_len <= k + 1:
         return Finding(level="error", check="max-model-len",
                        message=f"max_model_len {max_model_len} leaves no room for a prompt beside one verification "
                                f"step of K + 1 = {k + 1} tokens; every request would be refused as too long",
                        hint="drop --max-model-len (specdraft picks the longest that fits)")
-    return _ok("max-model-len", f"{max_model_len} tokens hold a prompt and K + 1 = {k + 1}")
+    return None
 
 
-def check_kv_cache_dtype(dtype: str, support: ReleaseSupport | None, version: str | None,
-                         every_release: Iterable[str]) -> Finding:
-    """``--kv-cache-dtype`` must be one of the release's ``CacheDType`` choices (argparse refuses others)."""
-    choices = support.kv_cache_dtypes if support else tuple(every_release)
+def check_kv_cache_dtype(dtype: str, support: ReleaseSupport | None, version: str | None) -> Finding:
+    """``--kv-cache-dtype`` must be one of the release's ``CacheDType`` choices (argparse refuses others); for a
+    release outside the table, one of any release's."""
+    choices = support.kv_cache_dtypes if support else tuple(dict.fromkeys(
+        dtype for _, release in every_release() for dtype in release.kv_cache_dtypes))
     if dtype in choices:
         return _ok("kv-cache-dtype", f"{dtype} is a choice of vLLM {version}" if support else dtype)
     where = f"vLLM {version}" if support else "any vLLM release 0.19.0-0.33.0"
@@ -145,3 +152,24 @@ def check_draft_size(target_ref: str, target_params: int | None, draft_ref: str,
                    message=f"draft {draft_ref} has {draft_params / 1e9:.2f}B parameters, target {target_ref} "
                            f"{target_params / 1e9:.2f}B: a draft this large cannot speed decoding up",
                    hint="pick a smaller draft (E2B or E4B beside the 31B) or the target's MTP assistant")
+
+
+def release_verdicts(target: Checkpoint, draft: Checkpoint, *, method: str, k: int, max_model_len: int,
+                     kv_cache_dtype: str, tensor_parallel_size: int, draft_tensor_parallel_size: int,
+                     version: str | None, profile: str, gpus: int) -> list[Finding]:
+    """The checks above for one plan, in report order: the pairing, the release, then the values."""
+    support = release_support(version)
+    findings = []
+    if draft.is_known and draft.is_assistant and target.is_known:
+        findings.append(check_assistant_target(target.ref, target.config, draft.ref, draft.config))
+    if version is not None:
+        findings.append(check_release_method(method, draft.model_type if draft.is_known else None,
+                                             target.architectures, support, version))
+    findings.append(check_num_speculative_tokens(k, support, version))
+    room = check_context_room(max_model_len, k)
+    if room is not None:
+        findings.append(room)
+    findings.append(check_kv_cache_dtype(kv_cache_dtype, support, version))
+    findings.append(check_tensor_parallel(tensor_parallel_size, draft_tensor_parallel_size,
+                                          target.config, draft.config if draft.is_known else None, gpus, profile))
+    return findings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specdraft.planning._release_support import every_kv_cache_dtype, first_release, release_support
+from specdraft.planning._release_support import first_release, release_support
 from specdraft.planning._verdicts import (
     check_assistant_target, check_context_room, check_draft_size, check_family, check_kv_cache_dtype,
     check_num_speculative_tokens, check_release_method, check_tensor_parallel,
@@ -68,19 +68,21 @@ def test_k_past_the_cuda_graph_ceiling_is_an_error():
     assert finding.level == "error" and "at most 512 tokens" in finding.message and "K + 1 = 100001" in finding.message
     assert check_num_speculative_tokens(511, release_support("0.26.0"), "0.26.0").level == "ok"
     assert check_num_speculative_tokens(512, release_support("0.33.0"), "0.33.0").level == "error"
+    unknown = check_num_speculative_tokens(100000, None, None)
+    assert unknown.level == "error" and "every vLLM release 0.19.0-0.33.0" in unknown.message
 
 
 def test_a_context_without_room_for_one_step_is_an_error():
     assert check_context_room(1, 4).level == "error" and check_context_room(5, 4).level == "error"
-    assert check_context_room(4096, 4).level == "ok"
+    assert check_context_room(4096, 4) is None
 
 
 def test_kv_cache_dtype_must_be_a_choice_of_the_release():
-    assert check_kv_cache_dtype("garbage", release_support("0.26.0"), "0.26.0", every_kv_cache_dtype()).level == "error"
-    assert check_kv_cache_dtype("garbage", None, None, every_kv_cache_dtype()).level == "error"
-    assert check_kv_cache_dtype("nvfp4", release_support("0.19.0"), "0.19.0", ()).level == "error"
-    assert check_kv_cache_dtype("nvfp4", release_support("0.33.0"), "0.33.0", ()).level == "ok"
-    assert check_kv_cache_dtype("fp8", release_support("0.19.0"), "0.19.0", ()).level == "ok"
+    assert check_kv_cache_dtype("garbage", release_support("0.26.0"), "0.26.0").level == "error"
+    assert check_kv_cache_dtype("garbage", None, None).level == "error"
+    assert check_kv_cache_dtype("nvfp4", release_support("0.19.0"), "0.19.0").level == "error"
+    assert check_kv_cache_dtype("nvfp4", release_support("0.33.0"), "0.33.0").level == "ok"
+    assert check_kv_cache_dtype("fp8", release_support("0.19.0"), "0.19.0").level == "ok"
 
 
 def test_tensor_parallel_sizes_must_divide_the_heads_and_exist():
