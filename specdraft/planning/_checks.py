@@ -210,7 +210,8 @@ def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = 
     if not needed and not mtp:
         return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing")
     if vllm.hotfixes is None:
-        return Finding(level="warning", check="hotfixes",
+        # --hotfixes check promises a verified install: an unknown status is not one
+        return Finding(level="error" if mode == "check" else "warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
     relevant = [h for h in vllm.hotfixes if (mtp if h.id == MTP_HOTFIX else needed)]

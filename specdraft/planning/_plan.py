@@ -195,7 +195,10 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             hotfixes = tuple(HotfixState(id=r.id, status=str(getattr(r.status, "value", r.status)),
                                          detail=r.detail or "") for r in status(install))
     except UserError as err:
-        where = "" if python or vllm_root else "; no `vllm` on PATH and no --python given"
+        script = shutil.which("vllm")
+        where = "" if python or vllm_root else (
+            f"; the `vllm` on PATH ({script}) is not a Python console script, so which vLLM it runs is unknown"
+            if script else "; no `vllm` on PATH and no --python given")
         note = hotfix_note = err.message + where
     arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(version, root, distribution)

@@ -54,7 +54,7 @@ def test_dry_run_without_vllm_or_models_says_what_is_missing(specdraft_cli):
     assert by_check["target-checkpoint"]["message"].startswith(f"{TARGET} is not in the Hugging Face cache; using "
                                                                 "shipped shape facts")
     assert by_check["draft-checkpoint"]["level"] == "warning"
-    assert plan["exec_argv"] is None and plan["exec_note"].startswith("no `vllm` executable")
+    assert plan["exec_argv"] is None and plan["exec_note"].startswith("no interpreter with a checked vLLM")
 
 
 def test_dry_run_report_lists_checks_memory_flags_and_command(specdraft_cli):
