@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from specdraft.errors import UserError
-from specdraft.families import LayerKV, ModelFamily, family_of, rules_for
+from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
 from specdraft.planning._references import looks_like_path, reference_problem
 from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.quantization import read_quantization
@@ -239,14 +239,34 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
         return Checkpoint(ref=ref, source="unknown", path=directory, config={},
                           notes=(f"{directory / 'config.json'} is missing or not JSON",))
     ids, eos = _special_token_ids(directory, config)
-    weight_bytes = _safetensors_bytes(directory)
+    quantization = _quantization(directory)
+    weight_bytes, basis = _safetensors_bytes(directory), "safetensors headers"
+    params = language_model_parameters(config)
+    if weight_bytes is None and params:
+        # no weights on disk (config.json only, or a download in progress): the family's formula, not 0
+        weight_bytes = estimate_weight_bytes(config, params, quantization.method)
+        basis = (f"computed from config.json: {params:,} language-model parameters by the "
+                 f"{family_with_layer_formula(config).display_name} formula (towers not counted)"
+                 + (f" as {quantization.method} NVFP4" if quantization.method else " in BF16"))
     return Checkpoint(
         ref=ref, source=source, path=directory, config=config,
-        quantization=_quantization(directory),
+        quantization=quantization,
         weight_bytes=weight_bytes,
-        weight_bytes_basis="safetensors headers" if weight_bytes is not None else None,
+        weight_bytes_basis=basis if weight_bytes is not None else None,
         special_token_ids=ids, eos_token_ids=eos,
+        language_model_params=params,
     )
+
+
+def language_model_parameters(config: dict) -> int | None:
+    """The language model's parameter count by its family's formula; None when no family knows its layers."""
+    family = family_with_layer_formula(config)
+    if family is None:
+        return None
+    try:
+        return family.count_parameters(config).total
+    except (KeyError, TypeError, IndexError):  # a config missing a shape the formula needs
+        return None
 
 
 def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path | None = None) -> Checkpoint:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from specdraft.findings import Finding
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.families import FAMILIES
+from specdraft.planning._checkpoint import Checkpoint, language_model_parameters
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 
 ASSISTANT_SHARED_KEYS = ("vocab_size", "num_key_value_heads", "head_dim", "global_head_dim",
@@ -154,12 +155,22 @@ def check_draft_size(target_ref: str, target_params: int | None, draft_ref: str,
                    hint="pick a smaller draft (E2B or E4B beside the 31B) or the target's MTP assistant")
 
 
+def parameter_count(checkpoint: Checkpoint) -> int | None:
+    """The language model's parameters: as shipped or computed when the checkpoint was read, else the formula."""
+    return checkpoint.language_model_params or language_model_parameters(checkpoint.config)
+
+
 def release_verdicts(target: Checkpoint, draft: Checkpoint, *, method: str, k: int, max_model_len: int,
                      kv_cache_dtype: str, tensor_parallel_size: int, draft_tensor_parallel_size: int,
                      version: str | None, profile: str, gpus: int) -> list[Finding]:
     """The checks above for one plan, in report order: the pairing, the release, then the values."""
     support = release_support(version)
-    findings = []
+    known = [family.display_name for family in FAMILIES]
+    findings = [check_family(role, checkpoint.ref, checkpoint.config,
+                             checkpoint.family.display_name if checkpoint.family else None, known)
+                for role, checkpoint in (("target", target), ("draft", draft)) if checkpoint.is_known]
+    if target.is_known and draft.is_known and not draft.is_assistant:
+        findings.append(check_draft_size(target.ref, parameter_count(target), draft.ref, parameter_count(draft)))
     if draft.is_known and draft.is_assistant and target.is_known:
         findings.append(check_assistant_target(target.ref, target.config, draft.ref, draft.config))
     if version is not None:
