@@ -22,8 +22,10 @@ def test_a_family_specdraft_does_not_know_is_an_error_naming_it():
 
 
 @pytest.mark.parametrize("target, assistant, difference", [
-    ("google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it-assistant", "backbone_hidden_size 5376 != target hidden_size 2816"),
-    ("google/gemma-4-31B-it", "google/gemma-4-E2B-it-assistant", "backbone_hidden_size 1536 != target hidden_size 5376"),
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-31B-it-assistant",
+     "backbone_hidden_size 5376 != target hidden_size 2816"),
+    ("google/gemma-4-31B-it", "google/gemma-4-E2B-it-assistant",
+     "backbone_hidden_size 1536 != target hidden_size 5376"),
 ])
 def test_an_assistant_built_for_another_target_is_an_error(target, assistant, difference):
     finding = check_assistant_target(target, shipped_config(target), assistant, shipped_config(assistant))
