@@ -127,21 +127,24 @@ def check_kv_cache_dtype(dtype: str, support: ReleaseSupport | None, version: st
 def check_tensor_parallel(tensor_parallel_size: int, draft_tensor_parallel_size: int, target: Mapping,
                           draft: Mapping | None, gpus: int, profile: str) -> Finding:
     """vLLM splits attention heads across the TP ranks; the ranks must exist on the profile's machine."""
+    problems = []
     if tensor_parallel_size > gpus:
-        return Finding(level="error", check="tensor-parallel",
-                       message=f"tensor_parallel_size {tensor_parallel_size} needs {tensor_parallel_size} GPUs; "
-                               f"profile {profile} has {gpus}",
-                       hint="pass --tensor-parallel-size 1" if gpus == 1 else f"pass --tensor-parallel-size {gpus}")
-    for role, config, size in (("target", target, tensor_parallel_size), ("draft", draft, draft_tensor_parallel_size)):
-        heads = _text(config).get("num_attention_heads") if config else None
-        if heads and heads % size:
-            divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= gpus]
-            return Finding(level="error", check="tensor-parallel",
-                           message=f"the {role}'s {heads} attention heads do not divide by its tensor-parallel size "
-                                   f"{size} (vLLM: 'Total number of attention heads must be divisible by tensor "
-                                   "parallel size')",
-                           hint=f"use a size among {', '.join(map(str, divisors))}")
-    return _ok("tensor-parallel", f"target {tensor_parallel_size}, draft {draft_tensor_parallel_size} on {gpus} GPU(s)")
+        problems.append(f"tensor_parallel_size {tensor_parallel_size} needs {tensor_parallel_size} GPUs; "
+                        f"profile {profile} has {gpus}")
+    heads = {role: _text(config).get("num_attention_heads") for role, config in (("target", target), ("draft", draft))
+             if config and _text(config).get("num_attention_heads")}
+    for role, size in (("target", tensor_parallel_size), ("draft", draft_tensor_parallel_size)):
+        if role in heads and heads[role] % size:
+            problems.append(f"the {role}'s {heads[role]} attention heads do not divide by its tensor-parallel size "
+                            f"{size} (vLLM: 'Total number of attention heads must be divisible by tensor parallel "
+                            "size')")
+    if not problems:
+        return _ok("tensor-parallel", f"target {tensor_parallel_size}, draft {draft_tensor_parallel_size} "
+                                      f"on {gpus} GPU(s)")
+    fitting = [d for d in range(1, gpus + 1) if all(h % d == 0 for h in heads.values())]
+    return Finding(level="error", check="tensor-parallel", message="; ".join(problems),
+                   hint=f"pass --tensor-parallel-size {fitting[0]}" if len(fitting) == 1
+                   else f"use a size among {', '.join(map(str, fitting))}")
 
 
 def check_draft_size(target_ref: str, target_params: int | None, draft_ref: str, draft_params: int | None) -> Finding:

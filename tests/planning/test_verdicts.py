@@ -93,6 +93,9 @@ def test_tensor_parallel_sizes_must_divide_the_heads_and_exist():
     assert three.level == "error" and "32 attention heads do not divide by its tensor-parallel size 3" in three.message
     one_gpu = check_tensor_parallel(2, 2, target, draft, gpus=1, profile="h100")
     assert one_gpu.level == "error" and "profile h100 has 1" in one_gpu.message
+    both = check_tensor_parallel(3, 3, target, draft, gpus=1, profile="dgx-spark")
+    assert both.message.startswith("tensor_parallel_size 3 needs 3 GPUs; profile dgx-spark has 1; the target's 32 "
+                                   "attention heads do not divide") and both.hint == "pass --tensor-parallel-size 1"
     assert check_tensor_parallel(1, 1, target, draft, gpus=1, profile="h100").level == "ok"
 
 
