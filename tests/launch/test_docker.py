@@ -22,7 +22,7 @@ def offline_empty_hub(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tree():
-    from specdraft.patching.release_trees import release_tree
+    from specdraft.testbed.release_trees import release_tree
 
     return release_tree("0.26.0", progress=lambda line: None)
 
