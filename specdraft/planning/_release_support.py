@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._release_tables import load_table, rule_for
+from specdraft.planning._release_tables import ReleaseRule, ReleaseTable, data_text
 from specdraft.planning._vllm_flags import _package_dir, _parse
 
 GEMMA4_MTP = "gemma4_mtp"
@@ -128,19 +128,30 @@ def read_release_support(vllm_root: Path) -> ReleaseSupport | None:
     )
 
 
-@lru_cache(maxsize=64)
+class ReleaseSupportRule(ReleaseRule, ReleaseSupport):
+    read: list[str]
+    """The releases whose source was read for this rule."""
+
+
+@lru_cache(maxsize=None)
+def release_support_table() -> ReleaseTable[ReleaseSupportRule]:
+    """``data/release_support.json``."""
+    return ReleaseTable[ReleaseSupportRule].model_validate_json(data_text("release_support.json"))
+
+
+def _facts(rule: ReleaseSupportRule) -> ReleaseSupport:
+    return ReleaseSupport(**rule.model_dump(include=set(ReleaseSupport.model_fields)))
+
+
 def release_support(version: str | None) -> ReleaseSupport | None:
     """The shipped facts for ``version``; None for an unknown release or one outside 0.19.0-0.33.0."""
-    rule = rule_for(load_table("release_support.json"), version)
-    if rule is None:
-        return None
-    return ReleaseSupport(**{name: rule[name] for name in ReleaseSupport.model_fields})
+    rule = release_support_table().rule_for(version)
+    return _facts(rule) if rule is not None else None
 
 
 def every_release() -> list[tuple[str, ReleaseSupport]]:
     """(first release read, its facts) for every rule of the table, oldest first."""
-    return [(rule["read"][0], release_support(rule["read"][0]))
-            for rule in load_table("release_support.json")["rules"]]
+    return [(rule.read[0], _facts(rule)) for rule in release_support_table().rules]
 
 
 def first_release(has: Callable[[ReleaseSupport], bool]) -> str | None:

@@ -7,11 +7,17 @@ from the shipped table, the requested values) and returns one ``Finding``; the c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
 from specdraft.planning._checkpoint import Checkpoint, language_model_parameters
+from specdraft.planning._memory import PROFILES
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
+
+if TYPE_CHECKING:
+    from specdraft.planning._decisions import Decisions
+    from specdraft.planning._facts import LaunchFacts
 
 ASSISTANT_SHARED_KEYS = ("vocab_size", "num_key_value_heads", "head_dim", "global_head_dim",
                          "num_global_key_value_heads", "attention_k_eq_v")
@@ -187,3 +193,16 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint, *, method: str, k: i
     findings.append(check_tensor_parallel(tensor_parallel_size, draft_tensor_parallel_size,
                                           target.config, draft.config if draft.is_known else None, gpus, profile))
     return findings
+
+
+def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
+    """``release_verdicts`` for a plan: the request's values as decided, against the serving vLLM."""
+    from specdraft.planning._checks import resolved_method
+
+    request, config = facts.request, decided.speculative.config
+    return release_verdicts(
+        facts.target, facts.draft, method=resolved_method(config, facts.draft), k=config.num_speculative_tokens,
+        max_model_len=decided.memory.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
+        tensor_parallel_size=request.tensor_parallel_size,
+        draft_tensor_parallel_size=config.draft_tensor_parallel_size or request.tensor_parallel_size,
+        version=facts.vllm.version, profile=request.profile, gpus=PROFILES[request.profile].gpus)
