@@ -1,0 +1,154 @@
+"""Methods beyond draft_model and mtp: speculators checkpoints, their verifier, and what each release serves."""
+
+import pytest
+
+from specdraft.bench import predict_speedup
+from specdraft.planning._checkpoint import inspect_checkpoint
+from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
+from specdraft.planning._method_ranking import rank_methods
+from specdraft.planning._methods import check_async_for_method, check_method_options, check_method_package
+from specdraft.planning._release_support import release_support
+from specdraft.planning._speculators import check_verifier, read_speculator
+from tests.planning.conftest import write_checkpoint
+
+TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
+
+
+def speculator_config(kind="eagle3", verifier=TARGET_31B, hidden_size=5376, aux=(2, 29, 56)) -> dict:
+    """A speculators-format config.json (https://github.com/vllm-project/speculators)."""
+    return {"architectures": ["Eagle3Speculator"], "speculators_model_type": kind,
+            "speculators_config": {"algorithm": kind, "default_proposal_method": "greedy",
+                                   "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+                                   "verifier": {"name_or_path": verifier,
+                                                "architectures": ["Gemma4ForConditionalGeneration"]}},
+            "eagle_aux_hidden_state_layer_ids": list(aux), "draft_vocab_size": 32000,
+            "transformer_layer_config": {"model_type": "llama", "hidden_size": hidden_size, "num_hidden_layers": 1,
+                                         "vocab_size": 262144}}
+
+
+@pytest.fixture
+def speculator(tmp_path):
+    def make(name="RedHatAI/gemma-4-31B-it-speculator.eagle3", **kwargs):
+        directory = write_checkpoint(tmp_path / name.replace("/", "__"), speculator_config(**kwargs))
+        return inspect_checkpoint(str(directory))
+    return make
+
+
+def test_a_speculators_config_names_its_method_verifier_and_k():
+    found = read_speculator(speculator_config("peagle"))
+    assert (found.speculators_type, found.method, found.verifier, found.speculative_tokens) == \
+        ("peagle", "eagle3", TARGET_31B, 3)
+    assert read_speculator({"model_type": "gemma4"}) is None
+
+
+def test_a_31b_speculator_beside_the_26b_is_an_error():
+    finding = check_verifier(TARGET_26B, inspect_checkpoint(TARGET_26B).config,
+                             "RedHatAI/gemma-4-31B-it-speculator.eagle3", read_speculator(speculator_config()))
+    assert finding.level == "error"
+    assert "google/gemma-4-31B-it" in finding.message and "5376 wide" in finding.message
+    assert "layers 56" in finding.message  # the 26B has 30 layers
+
+
+def test_a_speculator_whose_shape_is_another_models_is_an_error_even_with_the_right_name():
+    wrong = read_speculator(speculator_config(hidden_size=2816))
+    finding = check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "local-speculator", wrong)
+    assert finding.level == "error" and "2816 wide" in finding.message
+
+
+def test_the_31b_speculator_fits_the_31b():
+    finding = check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "s", read_speculator(speculator_config()))
+    assert finding.level == "ok"
+
+
+def test_options_of_another_method_are_refused():
+    support = release_support("0.33.0")
+    refused = check_method_options("ngram", {"suffix_decoding_max_tree_depth": 8}, support, "0.33.0")
+    assert refused.level == "error" and "prompt_lookup_min" in refused.message
+    assert check_method_options("ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 5}, support, "0.33.0").level == "ok"
+
+
+def test_suffix_needs_arctic_inference_beside_vllm(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    assert check_method_package("suffix", tmp_path / "vllm").level == "error"
+    (tmp_path / "arctic_inference").mkdir()
+    assert check_method_package("suffix", tmp_path / "vllm").level == "ok"
+    assert check_method_package("ngram", tmp_path / "vllm") is None
+
+
+def test_explicit_async_scheduling_is_refused_for_ngram_and_suffix_only():
+    assert check_async_for_method("ngram", ["--async-scheduling"]).level == "error"
+    assert check_async_for_method("suffix", ["--async-scheduling"]).level == "error"
+    assert check_async_for_method("ngram_gpu", ["--async-scheduling"]) is None
+
+
+def test_auto_ranks_the_measured_mtp_assistant_first_beside_the_31b(speculator):
+    target = inspect_checkpoint(TARGET_31B)
+    drafts = [inspect_checkpoint("google/gemma-4-31B-it-assistant"), inspect_checkpoint("google/gemma-4-E2B-it"),
+              speculator()]
+    ranking = rank_methods(target, drafts, version="0.33.0", profile="h100")
+    assert [row.method for row in ranking.ranked][:1] == ["mtp"]
+    assert {row.method for row in ranking.ranked} == {"mtp", "draft_model", "eagle3", "ngram", "ngram_gpu", "suffix"}
+    eagle3 = next(row for row in ranking.ranked if row.method == "eagle3")
+    assert not eagle3.measured_costs and "not measured" in "\n".join(ranking.lines())
+    assert ranking.chosen.k == 8 and ranking.turned_away == [] and ranking.notes == []
+
+
+def test_auto_turns_away_a_speculator_trained_beside_another_model(speculator):
+    ranking = rank_methods(inspect_checkpoint(TARGET_26B), [speculator()], version="0.33.0", profile="h100")
+    assert [(t.method, "verifier" in t.reason or "trained beside" in t.reason) for t in ranking.turned_away] == \
+        [("eagle3", True)]
+    assert any("beside the 31B" in note for note in ranking.notes)
+
+
+def test_auto_turns_away_what_the_release_lacks(speculator):
+    drafts = [speculator(), speculator("z-lab/gemma-4-31B-it-dflash", kind="dflash"),
+              inspect_checkpoint("google/gemma-4-31B-it-assistant")]
+    ranking = rank_methods(inspect_checkpoint(TARGET_31B), drafts, version="0.19.0", profile="h100")
+    reasons = {t.method: t.reason for t in ranking.turned_away}
+    assert "SupportsEagle3" in reasons["eagle3"]            # Gemma 4 feeds EAGLE-3 drafters from 0.19.1
+    assert "has no method dflash" in reasons["dflash"]      # dflash arrives in 0.20.0
+    assert "cannot drive" in reasons["mtp"]                 # Gemma 4 assistants arrive in 0.21.0
+    assert {row.method for row in ranking.ranked} == {"ngram", "ngram_gpu", "suffix"}
+
+
+def test_auto_turns_away_suffix_without_arctic_inference(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    ranking = rank_methods(inspect_checkpoint(TARGET_31B), [], version="0.33.0", profile="h100",
+                           vllm_root=tmp_path / "vllm")
+    assert [t.method for t in ranking.turned_away] == ["suffix"]
+
+
+def test_thinking_lowers_the_prediction_and_a_measured_acceptance_replaces_the_default():
+    target, drafts = inspect_checkpoint(TARGET_31B), [inspect_checkpoint("google/gemma-4-31B-it-assistant")]
+    plain = rank_methods(target, drafts, version="0.33.0", profile="h100").ranked[0]
+    thinking = rank_methods(target, drafts, version="0.33.0", profile="h100", thinking=True).ranked[0]
+    assert thinking.predicted_speedup < plain.predicted_speedup and "thinking on" in thinking.acceptance_basis
+    poor = rank_methods(target, drafts, version="0.33.0", profile="h100",
+                        measured={"mtp": (0.2, 0.04)}).ranked
+    assert poor[0].method == "ngram_gpu"
+    assert next(r for r in poor if r.method == "mtp").acceptance_basis.startswith("measured")
+
+
+def test_the_mtp_and_dflash_defaults_reproduce_the_published_figures():
+    for method, k, published in (("mtp", 8, 3.11), ("dflash", 15, 3.03)):
+        model = step_model(method)
+        rates, _ = acceptance_for(method, thinking=False, positions=k)
+        assert predict_speedup(rates, k, model.cost_ratio, model.overhead, model.host) == pytest.approx(published,
+                                                                                                       abs=0.02)
+        assert "jarvislabs.ai" in default_acceptance(method).basis
+
+
+def test_costs_say_which_were_measured():
+    assert {m for m in ("draft_model", "mtp", "ngram_gpu", "ngram", "suffix", "eagle3", "dflash")
+            if step_model(m).measured} == {"draft_model", "mtp", "ngram_gpu"}
+
+
+def test_a_published_speculator_not_on_this_machine_is_judged_by_its_name():
+    target = inspect_checkpoint(TARGET_26B)
+    ranking = rank_methods(target, [inspect_checkpoint("RedHatAI/gemma-4-31B-it-speculator.dflash"),
+                                    inspect_checkpoint("RedHatAI/gemma-4-26B-A4B-it-speculator.eagle3")],
+                           version="0.33.0", profile="h100")
+    assert [(t.method, t.draft) for t in ranking.turned_away] == \
+        [("dflash", "RedHatAI/gemma-4-31B-it-speculator.dflash")]
+    assert "google/gemma-4-31B-it" in ranking.turned_away[0].reason
+    assert "eagle3" in {row.method for row in ranking.ranked}
