@@ -58,3 +58,21 @@ def test_bad_target_is_a_user_error(tmp_path, kind):
 def test_the_package_directory_itself_is_accepted_as_root(release_trees):
     root = release_trees["0.26.0"]
     assert locate(vllm_root=root / "vllm") == locate(vllm_root=root)
+
+
+@pytest.mark.parametrize("written", ["garbage", "", "0.33.0 (dev build)"])
+def test_a_version_that_does_not_parse_is_refused(tree_of, written):
+    root = tree_of("0.33.0")
+    for dist_info in root.glob("*.dist-info"):
+        shutil.rmtree(dist_info)
+    (root / "vllm/_version.py").write_text(f"__version__ = version = {written!r}\n")
+    with pytest.raises(UserError, match="is not a version"):
+        locate(vllm_root=root)
+
+
+def test_a_dist_info_version_that_does_not_parse_is_refused(tree_of):
+    root = tree_of("0.33.0")
+    (metadata,) = root.glob("*.dist-info/METADATA")
+    metadata.write_text(metadata.read_text().replace("Version: 0.33.0", "Version: garbage"))
+    with pytest.raises(UserError, match="is not a version"):
+        locate(vllm_root=root)
