@@ -14,6 +14,9 @@ from typing import Any
 
 from specdraft.errors import UserError
 
+# Files that make a directory's tokenizer loadable with transformers' AutoTokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
+
 BUILTIN_SAMPLES: tuple[tuple[str, str], ...] = (
     ("What is speculative decoding, in two sentences?",
      "A small draft model proposes several tokens, and the large target model checks them all in one "
@@ -127,10 +130,30 @@ def _encode(tokenizer: Any, item: str | list[dict]) -> list[int]:
     return list(tokenizer(item)["input_ids"])
 
 
+def check_calibration_source(spec: str, model_dir: Path) -> None:
+    """Refuse (``UserError``) a ``--calib`` that cannot give samples, before the model is loaded."""
+    if spec == "random-tokens":
+        return
+    if spec == "builtin":
+        if not any((Path(model_dir) / name).is_file() for name in TOKENIZER_FILES):
+            raise UserError(
+                f"{model_dir} has no tokenizer, so calibration text cannot be tokenized",
+                hint="copy the base model's tokenizer files into the model directory "
+                     "(or pass --calib random-tokens for a random test model)",
+            )
+        return
+    _read_calibration_file(Path(spec))
+
+
 def _read_calibration_file(path: Path) -> list[str | list[dict]]:
     if not path.is_file():
-        raise UserError(f"calibration file {path} does not exist", hint="pass --calib builtin, or a .txt / .jsonl file")
-    text = path.read_text(encoding="utf-8")
+        what = "is not a file" if path.exists() else "does not exist"
+        raise UserError(f"calibration file {path} {what}", hint="pass --calib builtin, or a .txt / .jsonl file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"calibration file {path} is not readable UTF-8 text ({err})",
+                        hint="pass --calib builtin, or a .txt / .jsonl file") from None
     if path.suffix == ".jsonl":
         items: list[str | list[dict]] = []
         for number, line in enumerate(text.splitlines(), 1):
