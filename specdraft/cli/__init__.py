@@ -2,8 +2,9 @@
 
 Each subcommand lives in its own module here and exposes ``register(subparsers)``; the module is
 imported only when its command runs, so ``specdraft patch status`` never pays for transformers.
-Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, anything else
-an internal error whose traceback is written to a log file.
+Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, and so does an
+``OSError`` that names a file (the system refused that path); anything else is an internal error
+whose traceback is written to a log file.
 """
 
 from __future__ import annotations
@@ -95,6 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`specdraft tune | head -1`): not a bug; silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitCode.OK)
+    except OSError as err:
+        if err.filename is None:
+            _report_internal_error(argv)
+            return int(ExitCode.INTERNAL)
+        # A path the system refuses (a name too long, no permission, not a directory): the input, not a bug.
+        print(f"specdraft: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        print("specdraft: next: check that path (its name, its permissions and the directories above it)", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
     except Exception:
         _report_internal_error(argv)
         return int(ExitCode.INTERNAL)

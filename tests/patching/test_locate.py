@@ -87,3 +87,9 @@ def test_launch_never_builds_an_image_tag_from_a_version_that_does_not_parse(tre
     done = run_specdraft("launch", "--target", "LilaRest/gemma-4-31B-it-NVFP4-turbo", "--draft",
                          "mikeytag/gemma-4-E2B-it-NVFP4", "--vllm-root", root, "--docker")
     assert "vllm-openai:vgarbage" not in done.stdout and "vllm-openai:latest" in done.stdout
+
+
+def test_a_path_the_system_refuses_is_one_clear_line(tmp_path):
+    done = run_specdraft("patch", "status", "--vllm-root", tmp_path / ("x" * 300))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("specdraft: error: ") and "File name too long" in done.stderr
