@@ -1,9 +1,11 @@
 """The operations: status, diff, apply, verify, revert, each returning one ``HotfixReport`` per hotfix.
 
 Decisions are made on the tree as it is now (the marker and the fixed form in the parsed source),
-never on the journal: the journal only serves revert. ``apply`` and ``revert`` hold the install's
-lock and decide again under it, so two concurrent runs serialise and the second one sees the
-first one's result. Nothing here imports the package being patched.
+never on the journal: the journal serves revert, and tells ``status`` which applied files changed
+since apply (``changed_since_apply``). ``apply`` and ``revert`` are all or nothing, hold the
+install's lock and decide again under it, so two concurrent runs serialise and the second one sees
+the first one's result. A target file that is a symbolic link is never written. Nothing here
+imports the package being patched.
 """
 
 from __future__ import annotations

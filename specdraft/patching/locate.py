@@ -92,16 +92,15 @@ def _from_interpreter(python: Path) -> VllmInstall:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
     try:
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-        answer["root"]
+        root = json.loads(done.stdout.strip().splitlines()[-1])["root"]
     except (IndexError, ValueError, TypeError, KeyError):
         raise UserError(f"{python} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
-    if answer["root"] is None:
+    if root is None:
         raise UserError(
             f"no vLLM is installed in interpreter {python}",
             hint=f"{python} -m pip install vllm  (or point --python at the venv that has it)",
         )
-    return _from_root(Path(answer["root"]), source=str(python), python=python)
+    return _from_root(Path(root), source=str(python), python=python)
 
 
 def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
