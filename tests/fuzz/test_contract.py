@@ -78,6 +78,17 @@ def outside(tmp_path_factory) -> Path:
     return directory
 
 
+def _checkout_state() -> str:
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True,
+                          text=True, cwd=REPO)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def checkout_before() -> str:
+    return _checkout_state()
+
+
 def _digest(directory: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(directory.rglob("*")):
@@ -126,7 +137,8 @@ def _breach(code, out: str, err: str, crash_logs: list[Path]) -> str | None:
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES])
-def test_generated_bad_input_keeps_the_contract(case: Case, outside: Path, tmp_path: Path, monkeypatch):
+def test_generated_bad_input_keeps_the_contract(case: Case, outside: Path, checkout_before: str, tmp_path: Path,
+                                               monkeypatch):
     for variable, value in {"SPECDRAFT_CACHE": tmp_path / "cache", "HF_HOME": tmp_path / "hf",
                             "HF_HUB_CACHE": tmp_path / "hf" / "hub", "HF_HUB_OFFLINE": "1", "TMPDIR": tmp_path,
                             "PATH": "/usr/bin:/bin"}.items():
@@ -164,8 +176,6 @@ def _subprocess_breach(argv: list[str], cwd: Path, in_process_code) -> str | Non
     return _breach(done.returncode, done.stdout, done.stderr, [])
 
 
-def test_the_checkout_is_left_as_it_was():
+def test_the_checkout_is_left_as_it_was(checkout_before):
     # Runs after the generated cases (pytest keeps file order): none wrote into the repository.
-    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True,
-                          text=True, cwd=REPO)
-    assert not [line for line in done.stdout.splitlines() if "specdraft-crash" in line or line.startswith("?? case")]
+    assert _checkout_state() == checkout_before

@@ -348,7 +348,7 @@ def test_dry_run_refuses_what_the_real_run_would_fail_on(tiny_text_draft, tmp_pa
         calib.write_bytes(b"\xff\xfe\x00binary")
     else:
         extra = {"negative samples": ["--calib-samples", "-5"], "zero max-seq-len": ["--max-seq-len", "0"],
-                 "no such device": ["--device", "cuda:7"]}[case]
+                 "no such device": ["--device", "cuda:99"]}[case]
     code, err = _dry_run(capsys, "--model", tiny_text_draft, "--out", out, "--calib", calib, *extra)
     assert code == 2 and "Traceback" not in err and "internal error" not in err and "error: " in err
     if case == "non-empty out":
