@@ -203,3 +203,30 @@ def test_revert_never_replaces_a_link_put_in_place_after_apply(tree_of, tmp_path
     code, out, _ = cli("revert", "--vllm-root", root, "--force")
     assert code == 1 and "is now a symbolic link" in out
     assert target.is_symlink() and "specdraft-hotfix" in elsewhere.read_text()
+
+
+def test_a_journal_entry_of_the_wrong_shape_is_refused_before_anything_is_written(tree_of, tmp_path, cli):
+    root = tree_of("0.33.0")
+    install = locate(vllm_root=root)
+    apply(install)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not specdraft's")
+    journal_path = root / "vllm/.specdraft/journal.json"
+    journal = json.loads(journal_path.read_text())
+    record = journal["files"]["vllm/v1/worker/utils.py"]
+    record["backup"] = os.path.relpath(outside, root / "vllm/.specdraft/backups")
+    record["pristine_sha256"] = hashlib.sha256(outside.read_bytes()).hexdigest()
+    journal_path.write_text(json.dumps(journal))
+    patched = (root / "vllm/v1/worker/utils.py").read_bytes()
+
+    code, _, err = cli("revert", "--vllm-root", root)
+    assert code == 2 and "journal" in err and "unreadable" in err
+    assert outside.read_text() == "not specdraft's"
+    assert (root / "vllm/v1/worker/utils.py").read_bytes() == patched
+
+    record["backup"], record["hotfixes"] = "x.orig", None
+    journal_path.write_text(json.dumps(journal))
+    edited = root / "vllm/v1/worker/utils.py"
+    edited.write_bytes(patched + b"\n# a later hand edit\n")
+    code, _, err = cli("status", "--vllm-root", root)
+    assert code == 0 and "Traceback" not in err
