@@ -20,16 +20,16 @@ outcome ``refused``, never an exception.
 
 from specdraft.patching.catalog import CatalogEntry, list_hotfixes, needed_hotfixes
 from specdraft.patching.engine import apply, diff, revert, status, verify
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Trait
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Trait
 from specdraft.patching.locate import VllmInstall, locate
 from specdraft.patching.reports import HotfixReport, Outcome, Status
 
 __all__ = [
     "CatalogEntry",
-    "Finding",
     "Fixture",
     "Hotfix",
     "HotfixReport",
+    "Inspection",
     "Outcome",
     "Status",
     "Trait",

@@ -45,12 +45,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 from specdraft.errors import RefusedError, UserError
+from specdraft.families import text_config
+from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
+from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
 from specdraft.quantization.calibration import TOKENIZER_FILES, calibration_token_ids
 from specdraft.quantization.checks import Finding, check_quantization, is_excluded
-from specdraft.quantization.inspect import QuantizationInfo, kv_shared_layers, read_json_object, read_quantization
+from specdraft.quantization.inspect import QuantizationInfo, read_json_object, read_quantization
 from specdraft.safetensors_index import TensorEntry, element_count, read_tensor_index, safetensors_files
 
 DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
@@ -64,8 +67,6 @@ SCHEME_PRESETS: dict[str, tuple[str, str]] = {
 # scheme -> elements per weight scale block along the input features (the preset's weight_quantizer
 # ``block_sizes[-1]`` in modelopt 0.47 torch/quantization/config.py); None: one scale per tensor.
 SCHEME_WEIGHT_BLOCK: dict[str, int | None] = {"nvfp4": 16, "nvfp4-a16": 16, "fp8": None}
-GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM")
-GEMMA4_ALWAYS_EXCLUDED = ("*lm_head*", "*vision_tower*", "*embed_vision*", "*audio_tower*", "*embed_audio*")
 
 # Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
 # Measured on the CPU with ModelOpt 0.47 (peak RSS): 2.7M parameters -> 0.54 GB, a 398M-parameter
@@ -103,7 +104,7 @@ class QuantizePlan:
 
     @property
     def output_architecture(self) -> str:
-        return "Gemma4ForCausalLM" if self.text_only else self.architecture
+        return TEXT_ONLY_ARCHITECTURE if self.text_only else self.architecture
 
 
 @dataclass
@@ -165,8 +166,9 @@ def plan_quantization(
             f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
             hint="run it on a machine with more memory (or a GPU: --device cuda)",
         )
-    kv_shared = kv_shared_layers(text_config_of(config, model_dir / "config.json"))
-    exclusions = GEMMA4_ALWAYS_EXCLUDED + tuple(f"*layers.{i}.self_attn*" for i in kv_shared) + tuple(extra_exclusions)
+    _checked_text_config(config, model_dir / "config.json")
+    kv_shared = GEMMA4.kv_shared_layers(config)
+    exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
     unblockable = tuple(
         name for name, in_features in _linear_input_features(index)
         if not is_excluded(f"{name}.weight_quantizer", exclusions) and _is_unblockable(in_features, scheme)
@@ -202,7 +204,7 @@ def quantize_draft(
     started = time.perf_counter()
     tokenizer = _load_tokenizer(transformers, plan.model_dir)
     config_path = plan.model_dir / "config.json"
-    vocab_size = text_config_of(read_json_object(config_path), config_path).get("vocab_size")
+    vocab_size = _checked_text_config(read_json_object(config_path), config_path).get("vocab_size")
     if not isinstance(vocab_size, int) or vocab_size < 4:
         raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
                         hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
@@ -231,7 +233,7 @@ def quantize_draft(
     with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
         model = mtq.quantize(model, quant_config, forward_loop)
     seconds["calibrate"] = time.perf_counter() - phase
-    if plan.text_only and plan.architecture != "Gemma4ForCausalLM":
+    if plan.text_only and plan.architecture != TEXT_ONLY_ARCHITECTURE:
         model = _language_model_only(model, transformers, torch)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -281,13 +283,17 @@ def check_out_dir(out_dir: Path) -> None:
                         hint="pass an --out directory you can write to")
 
 
-def text_config_of(config: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The text model's config: ``text_config`` of a multimodal config, else the config itself."""
-    text_config = config.get("text_config") or config
-    if not isinstance(text_config, dict):
-        raise UserError(f"{path}: text_config is a JSON {type(text_config).__name__}, not an object",
+def _checked_text_config(config: dict[str, Any], path: Path) -> Mapping[str, Any]:
+    """The language model's config, refused (``UserError``) unless it is an object with whole layer counts."""
+    text = text_config(config)
+    if not isinstance(text, Mapping):
+        raise UserError(f"{path}: text_config is a JSON {type(text).__name__}, not an object",
                         hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
-    return text_config
+    layers, shared = text.get("num_hidden_layers") or 0, text.get("num_kv_shared_layers") or 0
+    if not (isinstance(layers, int) and isinstance(shared, int) and 0 <= shared <= layers):
+        raise UserError(f"{path}: num_hidden_layers {layers!r} and num_kv_shared_layers {shared!r} are not layer counts",
+                        hint="pass the config.json of a Hugging Face checkpoint, as published")
+    return text
 
 
 def _linear_input_features(index: dict[str, TensorEntry]) -> list[tuple[str, int]]:
@@ -410,7 +416,7 @@ def _language_model_only(model: Any, transformers: Any, torch: Any) -> Any:
         text_model = transformers.Gemma4ForCausalLM(model.config.text_config)
     text_model.model = model.model.language_model
     text_model.lm_head = model.lm_head
-    text_model.config.architectures = ["Gemma4ForCausalLM"]
+    text_model.config.architectures = [TEXT_ONLY_ARCHITECTURE]
     return text_model.eval()
 
 
@@ -432,7 +438,7 @@ def _keep_source_config(source: Path, target: Path, *, text_only: bool = False) 
         for key in _TEXT_ONLY_INHERITED:
             if key not in text and key in config:
                 text[key] = config[key]
-        config = {"architectures": ["Gemma4ForCausalLM"], **text, "model_type": "gemma4_text"}
+        config = {"architectures": [TEXT_ONLY_ARCHITECTURE], **text, "model_type": TEXT_MODEL_TYPE}
     config["quantization_config"] = exported["quantization_config"]
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
