@@ -29,7 +29,7 @@ class Decisions(BaseModel):
 def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
-    speculative = choose_speculative(request, draft)
+    speculative = choose_speculative(request, draft, facts.ranking)
     hybrid = hybrid_kv_reason(target, draft)
     memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None,
                            draft_tensor_parallel_size=speculative.config.draft_tensor_parallel_size or 1)

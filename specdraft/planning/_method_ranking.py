@@ -19,7 +19,7 @@ from specdraft.planning._method_costs import TARGET_STEP_MS, acceptance_for, ste
 from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
                                          check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
-from specdraft.planning._speculators import Speculator, check_verifier, read_speculator, speculator_from_name
+from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
 
 _MEASURED_TARGET = "the 31B"
 
@@ -87,9 +87,7 @@ class MethodRanking(BaseModel):
 def method_of(draft: Checkpoint) -> tuple[str, Speculator | None]:
     """The method a drafter checkpoint runs as, and its speculators config: read where the checkpoint is on this
     machine, else told by its name (a published speculator's names its method and its verifier's size)."""
-    speculator = read_speculator(draft.config) if draft.source in ("local", "hf-cache") else None
-    if speculator is None and draft.source in ("shape-facts", "unknown"):
-        speculator = speculator_from_name(draft.ref)
+    speculator = speculator_of(draft)
     if speculator is not None:
         return speculator.method, speculator
     return ("mtp" if draft.is_assistant else "draft_model"), None

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
 from specdraft.findings import Finding
+from specdraft.planning._checkpoint import Checkpoint
 
 # vLLM's renaming of speculators types to methods (vllm/transformers_utils/configs/speculators/base.py).
 _METHOD_OF_TYPE = {"peagle": "eagle3", "dflash2": "dflash"}
@@ -67,6 +68,13 @@ def speculator_from_name(ref: str) -> Speculator | None:
         return None
     return Speculator(speculators_type=kind, method=kind, verifier=rules_for({}).base_repo_for(ref),
                       speculative_tokens=None, hidden_size=None, aux_layer_ids=())
+
+
+def speculator_of(checkpoint: Checkpoint) -> Speculator | None:
+    """The speculator a drafter checkpoint is: its config where it was read, else what its name says."""
+    if checkpoint.source in ("local", "hf-cache"):
+        return read_speculator(checkpoint.config)
+    return speculator_from_name(checkpoint.ref)
 
 
 def _base(ref: str | None, config: Mapping | None = None) -> str | None:
