@@ -152,3 +152,82 @@ def test_a_published_speculator_not_on_this_machine_is_judged_by_its_name():
         [("dflash", "RedHatAI/gemma-4-31B-it-speculator.dflash")]
     assert "google/gemma-4-31B-it" in ranking.turned_away[0].reason
     assert "eagle3" in {row.method for row in ranking.ranked}
+
+
+# whole plans against real release trees
+
+
+@pytest.fixture(scope="module")
+def tree():
+    from specdraft.testbed.release_trees import release_tree
+
+    return lambda version: release_tree(version, progress=lambda line: None)
+
+
+def _plan(tree, version, **fields):
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    return build_launch_plan(LaunchRequest(profile="h100", vllm_root=tree(version), **fields))
+
+
+def _errors(plan):
+    return {f.check: f.message for f in plan.findings if f.level == "error"}
+
+
+def test_a_local_eagle3_speculator_beside_its_verifier_plans_eagle3_with_its_own_k(tree, speculator):
+    draft = speculator()
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft=str(draft.path))
+    assert plan.speculative.as_dict() == {"method": "eagle3", "model": str(draft.path), "num_speculative_tokens": 3,
+                                          "draft_tensor_parallel_size": 1}
+    assert "speculator-verifier" not in _errors(plan) and "target-family" not in _errors(plan)
+    assert "draft-family" not in {f.check for f in plan.findings}
+
+
+def test_the_31b_speculator_beside_the_26b_blocks_the_plan(tree, speculator):
+    plan = _plan(tree, "0.33.0", target=TARGET_26B, draft=str(speculator().path))
+    assert "google/gemma-4-31B-it" in _errors(plan)["speculator-verifier"] and plan.has_errors
+
+
+def test_eagle3_on_0_19_0_and_dflash_on_0_19_1_are_refused(tree, speculator):
+    eagle3 = _plan(tree, "0.19.0", target=TARGET_31B, draft=str(speculator().path))
+    assert "SupportsEagle3" in _errors(eagle3)["method-target"]
+    dflash = _plan(tree, "0.19.1", target=TARGET_31B,
+                   draft=str(speculator("z-lab/gemma-4-31B-it-dflash", kind="dflash").path))
+    assert "has no speculative method 'dflash'" in _errors(dflash)["release-support"]
+    assert "'dflash' speculators" in _errors(dflash)["speculators-type"]
+
+
+def test_ngram_gpu_passes_its_prompt_lookup_options_and_refuses_suffix_ones(tree):
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, method="ngram_gpu", prompt_lookup_min=2, prompt_lookup_max=4)
+    assert plan.speculative.as_dict() == {"method": "ngram_gpu", "num_speculative_tokens": 3,
+                                          "prompt_lookup_min": 2, "prompt_lookup_max": 4}
+    assert not plan.has_errors and plan.draft is None
+    wrong = _plan(tree, "0.33.0", target=TARGET_31B, method="ngram", suffix_decoding_max_tree_depth=8)
+    assert "suffix_decoding_max_tree_depth" in _errors(wrong)["method-options"]
+
+
+def test_suffix_without_arctic_inference_and_ngram_with_explicit_async_are_refused(tree):
+    assert "arctic_inference" in _errors(_plan(tree, "0.33.0", target=TARGET_31B, method="suffix"))["method-package"]
+    refused = _plan(tree, "0.26.0", target=TARGET_31B, method="ngram", extra_args=["--async-scheduling"])
+    assert "--async-scheduling" in _errors(refused)["async-scheduling"]
+
+
+def test_auto_with_an_assistant_chooses_mtp_at_the_rankings_k(tree):
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft="google/gemma-4-31B-it-assistant", method="auto")
+    assert plan.speculative.method == "mtp" and plan.speculative.num_speculative_tokens == 8
+    assert [row.method for row in plan.method_ranking.ranked][0] == "mtp"
+    assert plan.to_json_dict()["method_ranking"]["ranked"][0]["measured_costs"] is True
+
+
+def test_auto_with_a_bench_acceptance_ranks_by_it(tree, tmp_path):
+    """A saved bench result of an MTP server that accepted little: its acceptance, not the default, ranks mtp."""
+    from specdraft.bench import SpecDecodeCounters
+    from tests.bench.test_calibration import result
+
+    path = tmp_path / "mtp.json"
+    result("mtp", {1: 30.0}, {1: SpecDecodeCounters(100, 800, 30, (20, 6, 2, 1, 1, 0, 0, 0))}).save(path)
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft="google/gemma-4-31B-it-assistant", method="auto",
+                 acceptance_from=f"mtp={path}")
+    mtp = next(row for row in plan.method_ranking.ranked if row.method == "mtp")
+    assert mtp.acceptance_basis.startswith("measured") and mtp.predicted_speedup < 1.3
+    assert plan.speculative.method == "ngram_gpu" and plan.speculative.model is None
