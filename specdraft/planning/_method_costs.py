@@ -13,11 +13,15 @@ its source; a ``bench`` result of the user's own server replaces them.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.bench._host_costs import known_host_costs
-from specdraft.bench._tuner import HostCost, predict_speedup
+if TYPE_CHECKING:
+    from specdraft.bench import HostCost
+
+# specdraft.bench is imported where it is used: importing it loads the bench client (httpx, rich), which a plan
+# that ranks nothing must not pay for (launch --dry-run's 2 s budget).
 
 TARGET_STEP_MS = 24.72
 """The 31B-shaped target's decode step on the H100 the costs were measured on (docs/gpu/README.md 5.3)."""
@@ -49,12 +53,16 @@ class StepModel(BaseModel):
 
     @property
     def host(self) -> HostCost | None:
+        from specdraft.bench import HostCost
+
         if self.host_per_step is None:
             return None
         return HostCost(self.host_per_step, self.host_per_draft_token or 0.0, self.basis)
 
 
 def _from_entry(name: str, measured: bool, basis: str = "") -> StepModel:
+    from specdraft.bench import known_host_costs
+
     entry = known_host_costs()[name]
     host = entry.host_cost(TARGET_STEP_MS)
     return StepModel(cost_ratio=entry.gpu_draft_ms_per_token / TARGET_STEP_MS,
@@ -65,6 +73,8 @@ def _from_entry(name: str, measured: bool, basis: str = "") -> StepModel:
 
 def _sync_penalty() -> float:
     """GPU idle a step gains without async scheduling (the draft_model profiles, sync minus async)."""
+    from specdraft.bench import known_host_costs
+
     costs = known_host_costs()
     return (costs[_SYNC_ENTRY].gpu_idle_ms_per_step - costs[_DRAFT_MODEL_ENTRY].gpu_idle_ms_per_step) / TARGET_STEP_MS
 
@@ -106,6 +116,8 @@ class AcceptanceDefault(BaseModel):
 
 def _alpha_reproducing(method: str, speedup: float, k: int) -> float:
     """The geometric alpha under which ``step_model(method)`` predicts ``speedup`` at ``k`` (bisection)."""
+    from specdraft.bench import predict_speedup
+
     model = step_model(method)
     low, high = 0.0, 0.999
     for _ in range(50):

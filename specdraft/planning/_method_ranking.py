@@ -12,7 +12,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.bench._tuner import recommend
 from specdraft.findings import Finding
 from specdraft.planning._checkpoint import Checkpoint
 from specdraft.planning._method_costs import TARGET_STEP_MS, acceptance_for, step_model
@@ -125,6 +124,8 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
 
 
 def _rank(candidate: Candidate, thinking: bool, measured: Mapping[str, Sequence[float]], max_k: int) -> RankedMethod:
+    from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
+
     model = step_model(candidate.method)
     if candidate.method in measured:
         rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"

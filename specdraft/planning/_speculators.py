@@ -100,7 +100,8 @@ def check_verifier(target_ref: str, target_config: Mapping, speculator_ref: str,
     text = target_config.get("text_config") or target_config
     problems = _shape_problems(speculator, text) if text else []
     if ours and theirs and ours != theirs:
-        problems.insert(0, f"its verifier is {speculator.verifier} ({theirs}), the target is {ours}")
+        named = speculator.verifier if speculator.verifier == theirs else f"{speculator.verifier} ({theirs})"
+        problems.insert(0, f"its verifier is {named}, the target is {ours}")
     if problems:
         return Finding(level="error", check="speculator-verifier",
                        message=f"speculator {speculator_ref} was trained beside {verifier}, not {target_ref}: "

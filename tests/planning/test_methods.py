@@ -231,3 +231,28 @@ def test_auto_with_a_bench_acceptance_ranks_by_it(tree, tmp_path):
     mtp = next(row for row in plan.method_ranking.ranked if row.method == "mtp")
     assert mtp.acceptance_basis.startswith("measured") and mtp.predicted_speedup < 1.3
     assert plan.speculative.method == "ngram_gpu" and plan.speculative.model is None
+
+
+def _readme_commands() -> list[list[str]]:
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("## Speculative methods and `--method auto`"):]
+    block = section[section.index("```bash") + len("```bash"):]
+    joined = block[: block.index("```")].replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip().startswith("python -m specdraft")]
+
+
+@pytest.mark.parametrize("argv", _readme_commands(), ids=lambda argv: " ".join(argv[4:8]))
+def test_the_readme_method_commands_run(argv, capsys):
+    from specdraft.cli import main
+
+    status = main(argv[3:])
+    out = capsys.readouterr().out
+    assert status == 0
+    if "RedHatAI/gemma-4-31B-it-speculator.eagle3" in argv:   # the 31B's speculator beside the 26B
+        assert "turned away: eagle3 with RedHatAI/gemma-4-31B-it-speculator.eagle3" in out
+    else:
+        assert ("Methods (--method auto" in out or "method_ranking" in out
+                                or "prompt_lookup_max" in out)
