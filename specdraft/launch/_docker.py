@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 import specdraft
 from specdraft.errors import UserError
+from specdraft.paths import expand_user
 from specdraft.planning import LaunchPlan
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
@@ -100,11 +101,11 @@ def _hf_mounts(environ: Mapping[str, str]) -> list[str]:
     ``-e HF_TOKEN`` names the variable without its value: docker copies it from this environment when set,
     for the gated google/ repos; a token saved by ``hf auth login`` comes with the mounted home.
     """
-    home = Path(environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
+    home = expand_user(environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface", option="HF_HOME")
     args = [*_mount(home, HF_HOME_IN_CONTAINER), "-e", f"HF_HOME={HF_HOME_IN_CONTAINER}", "-e", "HF_TOKEN"]
     if environ.get("HF_HUB_CACHE"):
         hub = f"{HF_HOME_IN_CONTAINER}/hub"
-        args += [*_mount(Path(environ["HF_HUB_CACHE"]).expanduser(), hub), "-e", f"HF_HUB_CACHE={hub}"]
+        args += [*_mount(expand_user(environ["HF_HUB_CACHE"], option="HF_HUB_CACHE"), hub), "-e", f"HF_HUB_CACHE={hub}"]
     return args
 
 

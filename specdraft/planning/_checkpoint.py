@@ -16,6 +16,7 @@ from typing import Literal
 
 from specdraft.errors import UserError
 from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
+from specdraft.paths import expand_user
 from specdraft.planning._references import looks_like_path, reference_problem
 from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.quantization import read_quantization
@@ -277,7 +278,7 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
     problem = reference_problem(ref)
     if problem is not None:
         raise UserError(problem, hint="pass a local checkpoint directory or a repo id such as google/gemma-4-31B-it")
-    local = Path(ref).expanduser()
+    local = expand_user(ref, option="checkpoint")
     if local.is_dir():
         return _from_directory(ref, local, "local")
     if looks_like_path(ref):

@@ -20,7 +20,8 @@ Four facts per release, each from one place in the tree (vLLM is never imported)
 - ``method_options``: per method without a draft checkpoint, the ``SpeculativeConfig`` fields that tune it
   (``prompt_lookup_*`` for ``ngram`` / ``ngram_gpu``, ``suffix_decoding_*`` for ``suffix``).
 
-The shipped table ``data/release_support.json`` holds these per release 0.19.0-0.33.0;
+The shipped table ``data/release_support.json`` holds these per release 0.19.0-0.33.0 (its rules:
+``python -m specdraft.planning._release_support VERSION=TREE ...`` prints them for unpacked release trees);
 ``tests/planning/test_release_support.py`` re-derives it from real release trees.
 """
 
@@ -200,3 +201,33 @@ def every_release() -> list[tuple[str, ReleaseSupport]]:
 def first_release(has: Callable[[ReleaseSupport], bool]) -> str | None:
     """The earliest release in the table whose facts satisfy ``has``; None when none does."""
     return next((version for version, support in every_release() if has(support)), None)
+
+
+def table_rules(trees: dict[str, Path]) -> list[dict]:
+    """The table's rules for release trees given oldest first: consecutive releases with equal facts share one."""
+    groups: list[tuple[list[str], dict]] = []
+    for version, tree in trees.items():
+        support = read_release_support(tree)
+        if support is None:
+            raise SystemExit(f"{tree}: no readable vLLM source")
+        facts = support.model_dump(mode="json")
+        if groups and groups[-1][1] == facts:
+            groups[-1][0].append(version)
+        else:
+            groups.append(([version], facts))
+    rules = []
+    for index, (read, facts) in enumerate(groups):
+        if index + 1 < len(groups):
+            upper = groups[index + 1][0][0]
+        else:
+            major, minor = read[-1].split(".")[:2]
+            upper = f"{major}.{int(minor) + 1}.0"
+        rules.append({"versions": f">={read[0]},<{upper}", "read": read, **facts})
+    return rules
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(table_rules(dict(arg.split("=", 1) for arg in sys.argv[1:])), indent=2))

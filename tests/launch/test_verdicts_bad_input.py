@@ -53,3 +53,18 @@ def test_a_truncated_safetensors_download_is_refused_with_the_file_named(specdra
                                                          "data_offsets": [0, 2 * 4096 * 4096]}}, 1000)
     done = specdraft_cli("launch", "--target", str(directory), "--draft", DRAFT, "--dry-run")
     _one_clear_line(done, str(directory / "model.safetensors"), "claims 33554432 bytes", "holds 1000")
+
+
+@pytest.mark.parametrize("role", ["--target", "--draft", "--chat-template"])
+def test_a_home_of_a_user_that_does_not_exist_is_bad_input(specdraft_cli, role):
+    values = {"--target": "google/gemma-4-31B-it", "--draft": DRAFT, role: "~no-such-user-here/x"}
+    done = specdraft_cli("launch", *[x for item in values.items() for x in item], "--dry-run")
+    _one_clear_line(done, "~no-such-user-here/x", "cannot expand '~'")
+
+
+def test_a_chat_template_that_is_not_utf8_is_bad_input(specdraft_cli, tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_bytes(b"{{ messages }}\xff\xfe")
+    done = specdraft_cli("launch", "--target", "google/gemma-4-31B-it", "--draft", DRAFT,
+                         "--chat-template", str(template), "--dry-run")
+    _one_clear_line(done, str(template), "not UTF-8 text")

@@ -72,6 +72,13 @@ def test_values_vllm_rejects_are_refused(specdraft_cli, tree, args, check, words
     assert code == ExitCode.ATTENTION and words in _errors(plan)[check], plan["findings"]
 
 
+@pytest.mark.parametrize("method, draft", [("draft_model", DRAFT), ("mtp", "google/gemma-4-31B-it-assistant")])
+def test_a_draft_tensor_parallel_size_other_than_1_or_the_targets_is_refused(specdraft_cli, method, draft):
+    code, plan = _plan(specdraft_cli, "--target", TARGET, "--draft", draft, "--method", method,
+                       "--draft-tensor-parallel-size", "2")
+    assert code == ExitCode.ATTENTION and "draft_tensor_parallel_size=2" in _errors(plan)["draft-tensor-parallel"]
+
+
 def test_a_draft_as_large_as_the_target_is_a_warning(specdraft_cli):
     code, plan = _plan(specdraft_cli, "--target", TARGET, "--draft", "google/gemma-4-31B-it", "--method",
                        "draft_model")

@@ -7,7 +7,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.planning._release_support import read_release_support, release_support
+from specdraft.planning._release_support import read_release_support, release_support, table_rules
 from tests.planning.test_async_scheduling import CHECKED, RELEASES
 
 TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "release_support.json").read_text())
@@ -85,3 +85,10 @@ def test_dflash_speculators_load_from_0_20_0():
     assert "dflash" in release_support("0.20.0").speculators_types
     assert "prompt_lookup_min" in release_support("0.33.0").method_options["ngram"]
     assert "suffix_decoding_max_tree_depth" in release_support("0.19.0").method_options["suffix"]
+
+
+def test_table_rules_group_consecutive_releases_with_equal_facts(release):
+    rules = table_rules({"0.26.0": release("0.26.0"), "0.27.0": release("0.26.0"), "0.28.0": release("0.28.0")})
+    assert [(rule["versions"], rule["read"]) for rule in rules] == [
+        (">=0.26.0,<0.28.0", ["0.26.0", "0.27.0"]), (">=0.28.0,<0.29.0", ["0.28.0"])]
+    assert rules[1]["kv_cache_dtypes"] == list(release_support("0.28.0").kv_cache_dtypes)
