@@ -41,21 +41,32 @@ class Speculator(BaseModel):
     """The target layers whose hidden states it reads."""
 
 
+def _mapping(value: object) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def read_speculator(config: Mapping) -> Speculator | None:
-    """The speculator described by ``config`` (None: not a speculators-format checkpoint)."""
+    """The speculator described by ``config`` (None: not a speculators-format checkpoint); a malformed field
+    reads as unknown (None or empty), never as an error here: vLLM's loader and the checks judge it."""
     kind = config.get("speculators_model_type")
     if not isinstance(kind, str):
         return None
-    spec = config.get("speculators_config") if isinstance(config.get("speculators_config"), Mapping) else {}
-    proposals = spec.get("proposal_methods") or [{}]
-    verifier = spec.get("verifier") if isinstance(spec.get("verifier"), Mapping) else {}
-    layer = config.get("transformer_layer_config") or {}
-    aux = config.get("eagle_aux_hidden_state_layer_ids") or config.get("aux_hidden_state_layer_ids") or ()
+    spec = _mapping(config.get("speculators_config"))
+    proposals = spec.get("proposal_methods")
+    first = _mapping(proposals[0]) if isinstance(proposals, list) and proposals else {}
+    verifier = _mapping(spec.get("verifier")).get("name_or_path")
+    aux = config.get("eagle_aux_hidden_state_layer_ids") or config.get("aux_hidden_state_layer_ids")
     return Speculator(
-        speculators_type=kind, method=_METHOD_OF_TYPE.get(kind, kind), verifier=verifier.get("name_or_path"),
-        speculative_tokens=proposals[0].get("speculative_tokens") if isinstance(proposals[0], Mapping) else None,
-        hidden_size=config.get("target_hidden_size") or layer.get("hidden_size"),
-        aux_layer_ids=tuple(int(i) for i in aux),
+        speculators_type=kind, method=_METHOD_OF_TYPE.get(kind, kind),
+        verifier=verifier if isinstance(verifier, str) else None,
+        speculative_tokens=_int(first.get("speculative_tokens")),
+        hidden_size=_int(config.get("target_hidden_size")) or _int(
+            _mapping(config.get("transformer_layer_config")).get("hidden_size")),
+        aux_layer_ids=tuple(i for i in aux if _int(i) is not None or i == 0) if isinstance(aux, list) else (),
     )
 
 

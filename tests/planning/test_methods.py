@@ -256,3 +256,14 @@ def test_the_readme_method_commands_run(argv, capsys):
     else:
         assert ("Methods (--method auto" in out or "method_ranking" in out
                                 or "prompt_lookup_max" in out)
+
+
+@pytest.mark.parametrize("broken", [
+    {"speculators_config": 5}, {"speculators_config": {"proposal_methods": 7, "verifier": "x"}},
+    {"speculators_config": {"proposal_methods": [3]}}, {"eagle_aux_hidden_state_layer_ids": ["a", None, 2]},
+    {"transformer_layer_config": [1], "target_hidden_size": "wide"},
+])
+def test_a_malformed_speculators_config_reads_as_unknown_fields_not_a_crash(broken):
+    found = read_speculator({"speculators_model_type": "eagle3", **broken})
+    assert found.method == "eagle3" and found.hidden_size is None
+    assert check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "s", found).level in ("ok", "error")
