@@ -35,6 +35,11 @@ THINKING_FACTOR = 0.85
 """Users report that thinking lowers the MTP assistant's acceptance; the size of the drop is not measured: alpha
 is assumed 15% lower, for every method."""
 _JARVISLABS = "https://jarvislabs.ai/blog/gemma-4-mtp-vs-dflash-benchmark (H100, SPEED-Bench, temperature 0)"
+_EAGLE3_CARD = ("RedHat's acceptance lengths for RedHatAI/gemma-4-31B-it-speculator.eagle3, quoted on "
+                "https://huggingface.co/AEON-7/gemma-4-31B-it-speculator.eagle3-NVFP4")
+_DFLASH_LAYERS, _MTP_LAYERS = 5, 4
+"""z-lab/gemma-4-31B-it-DFlash has 5 decoder layers 5376 wide (its GGUF card,
+https://huggingface.co/Lucebox/gemma-4-31B-it-DFlash-GGUF); the 31B's MTP assistant has 4."""
 
 
 class StepModel(BaseModel):
@@ -100,10 +105,10 @@ def step_model(method: str) -> StepModel:
                                               "proposer)")
     if method == "dflash":
         mtp = _from_entry(_MTP_ENTRY, False)
-        return StepModel(cost_ratio=0.0, overhead=mtp.overhead + mtp.cost_ratio, host_per_step=mtp.host_per_step,
-                         host_per_draft_token=0.0, measured=False,
+        return StepModel(cost_ratio=0.0, overhead=mtp.overhead + mtp.cost_ratio * _DFLASH_LAYERS / _MTP_LAYERS,
+                         host_per_step=mtp.host_per_step, host_per_draft_token=0.0, measured=False,
                          basis="not measured: one drafter forward proposes the whole block, modelled as one MTP "
-                               "assistant step per target step")
+                               f"assistant step scaled to DFlash's {_DFLASH_LAYERS} layers per target step")
     raise KeyError(method)
 
 
@@ -130,16 +135,26 @@ def _alpha_reproducing(method: str, speedup: float, k: int) -> float:
     return round(low, 3)
 
 
+def _alpha_for_length(length: float, k: int) -> float:
+    """The geometric alpha whose expected tokens per step ``1 + alpha + ... + alpha**k`` is ``length``."""
+    low, high = 0.0, 0.999
+    for _ in range(50):
+        alpha = (low + high) / 2
+        low, high = (alpha, high) if 1 + sum(alpha ** i for i in range(1, k + 1)) < length else (low, alpha)
+    return round(low, 3)
+
+
 @lru_cache(maxsize=None)
 def default_acceptance(method: str) -> AcceptanceDefault:
     """The acceptance assumed for ``method`` without thinking, when no bench result gives the user's own."""
-    if method in ("mtp", "eagle3"):
+    if method == "mtp":
         alpha = _alpha_reproducing("mtp", 3.11, 8)
-        basis = (f"alpha {alpha}: reproduces the published 3.11x of the 31B + MTP assistant at K = 8 ({_JARVISLABS}) "
-                 "under the measured MTP step")
-        if method == "eagle3":
-            basis = "assumed equal to the MTP assistant's (no published Gemma 4 EAGLE-3 figure): " + basis
-        return AcceptanceDefault(alpha=alpha, basis=basis)
+        return AcceptanceDefault(alpha=alpha, basis=f"alpha {alpha}: reproduces the published 3.11x of the 31B + MTP "
+                                                    f"assistant at K = 8 ({_JARVISLABS}) under the measured MTP step")
+    if method == "eagle3":
+        alpha = _alpha_for_length(2.83, 5)
+        return AcceptanceDefault(alpha=alpha, basis=f"alpha {alpha}: a mean acceptance length of 2.83 at K = 5 on "
+                                                    f"MT-bench ({_EAGLE3_CARD})")
     if method == "dflash":
         alpha = _alpha_reproducing("dflash", 3.03, 15)
         return AcceptanceDefault(alpha=alpha, basis=f"alpha {alpha}: reproduces the published 3.03x of the 31B + "

@@ -112,7 +112,7 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
             and draft.model_type not in support.gemma4_assistant_model_types:
         findings.append(Finding(level="error", check="release-support",
                                 message=f"vLLM {version} cannot drive a {draft.model_type} assistant with mtp"))
-    if support is not None and candidate.speculator is not None:
+    if support is not None and speculator is not None and speculator.speculators_format:
         findings.append(check_speculators_type(speculator.speculators_type, support, version))
     if support is not None:
         findings.append(check_hidden_state_target(method, target.architectures, support, version))

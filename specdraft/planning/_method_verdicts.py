@@ -43,7 +43,7 @@ def _speculator_findings(facts: LaunchFacts, method: str, version: str | None) -
     findings = [check_verifier(facts.target.ref, facts.target.config if facts.target.is_known else {}, draft.ref,
                                speculator)]
     support = release_support(version)
-    if support is not None:
+    if support is not None and speculator.speculators_format:
         findings.append(check_speculators_type(speculator.speculators_type, support, version))
     return findings
 

@@ -39,6 +39,9 @@ class Speculator(BaseModel):
     """The target hidden width it reads (``target_hidden_size``, else the drafter layer's ``hidden_size``)."""
     aux_layer_ids: tuple[int, ...]
     """The target layers whose hidden states it reads."""
+    speculators_format: bool = True
+    """False for a DFlash checkpoint in its own format (a ``dflash_config``, e.g. z-lab's), which vLLM's
+    ``dflash`` reads without its speculators loader."""
 
 
 def _mapping(value: object) -> Mapping:
@@ -54,7 +57,7 @@ def read_speculator(config: Mapping) -> Speculator | None:
     reads as unknown (None or empty), never as an error here: vLLM's loader and the checks judge it."""
     kind = config.get("speculators_model_type")
     if not isinstance(kind, str):
-        return None
+        return _native_dflash(config)
     spec = _mapping(config.get("speculators_config"))
     proposals = spec.get("proposal_methods")
     first = _mapping(proposals[0]) if isinstance(proposals, list) and proposals else {}
@@ -68,6 +71,18 @@ def read_speculator(config: Mapping) -> Speculator | None:
             _mapping(config.get("transformer_layer_config")).get("hidden_size")),
         aux_layer_ids=tuple(i for i in aux if _int(i) is not None or i == 0) if isinstance(aux, list) else (),
     )
+
+
+def _native_dflash(config: Mapping) -> Speculator | None:
+    """A DFlash drafter in its own format: ``dflash_config.target_layer_ids`` (vllm/config/speculative.py reads it
+    there for ``method: dflash``), its own layers as wide as the target's."""
+    dflash = config.get("dflash_config")
+    if not isinstance(dflash, Mapping):
+        return None
+    ids = dflash.get("target_layer_ids")
+    return Speculator(speculators_type="dflash", method="dflash", verifier=None, speculative_tokens=None,
+                      hidden_size=_int(config.get("hidden_size")), speculators_format=False,
+                      aux_layer_ids=tuple(i for i in ids if isinstance(i, int)) if isinstance(ids, list) else ())
 
 
 def speculator_from_name(ref: str) -> Speculator | None:

@@ -129,13 +129,15 @@ def test_thinking_lowers_the_prediction_and_a_measured_acceptance_replaces_the_d
     assert next(r for r in poor if r.method == "mtp").acceptance_basis.startswith("measured")
 
 
-def test_the_mtp_and_dflash_defaults_reproduce_the_published_figures():
+def test_the_mtp_dflash_and_eagle3_defaults_reproduce_the_published_figures():
     for method, k, published in (("mtp", 8, 3.11), ("dflash", 15, 3.03)):
         model = step_model(method)
         rates, _ = acceptance_for(method, thinking=False, positions=k)
         assert predict_speedup(rates, k, model.cost_ratio, model.overhead, model.host) == pytest.approx(published,
                                                                                                        abs=0.02)
         assert "jarvislabs.ai" in default_acceptance(method).basis
+    eagle3, _ = acceptance_for("eagle3", thinking=False, positions=5)
+    assert 1 + sum(eagle3) == pytest.approx(2.83, abs=0.01)   # RedHat's MT-bench acceptance length at K = 5
 
 
 def test_costs_say_which_were_measured():
@@ -267,3 +269,15 @@ def test_a_malformed_speculators_config_reads_as_unknown_fields_not_a_crash(brok
     found = read_speculator({"speculators_model_type": "eagle3", **broken})
     assert found.method == "eagle3" and found.hidden_size is None
     assert check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "s", found).level in ("ok", "error")
+
+
+def test_a_dflash_drafter_in_its_own_format_is_dflash_and_judged_by_its_shape(tmp_path):
+    """z-lab's format: a dflash_config with the target layers it reads, no speculators_config."""
+    config = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 5376,
+              "num_hidden_layers": 5, "dflash_config": {"target_layer_ids": [1, 12, 23, 35, 46, 57]}}
+    draft = inspect_checkpoint(str(write_checkpoint(tmp_path / "dflash", config)))
+    ranking = rank_methods(inspect_checkpoint(TARGET_26B), [draft], version="0.33.0", profile="h100")
+    assert [(t.method, "5376 wide" in t.reason and "35, 46, 57" in t.reason) for t in ranking.turned_away] == \
+        [("dflash", True)]
+    fits = rank_methods(inspect_checkpoint(TARGET_31B), [draft], version="0.33.0", profile="h100")
+    assert "dflash" in {row.method for row in fits.ranked}
