@@ -70,7 +70,7 @@ def render_matrix(source: str) -> list[RenderedScenario]:
 def _findings(item: RenderedScenario, variant: Variant) -> list[Finding]:
     s, fmt = item.scenario, item.content_format
     if item.error is not None:
-        if item.error.rejected and s.thinking_is_malformed:
+        if item.error.rejected and s.thinking_may_be_refused:
             return []  # refusing a non-boolean enable_thinking is the right answer
         return [Finding("render-error", s.id, fmt, f"rendering failed: {item.error.message}", "", RENDER_ERROR_FIX)]
     rendering = Rendering(item.prompt, s, fmt, variant)
