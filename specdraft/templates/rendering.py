@@ -47,18 +47,24 @@ class TemplateSourceError(Exception):
     """The template cannot be compiled; ``lineno`` is 1-based (None when Jinja gives none)."""
 
     def __init__(self, message: str, lineno: int | None):
-        super().__init__(message)
+        super().__init__(message, lineno)  # both in args, so the error survives pickling between processes
         self.message = message
         self.lineno = lineno
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class TemplateRenderError(Exception):
     """The template raised while rendering; ``rejected`` is True when it called ``raise_exception``."""
 
-    def __init__(self, message: str, *, rejected: bool):
-        super().__init__(message)
+    def __init__(self, message: str, rejected: bool):
+        super().__init__(message, rejected)  # both in args, so the error survives pickling between processes
         self.message = message
         self.rejected = rejected
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,8 @@ def render_chat(
     except jinja2.TemplateError as err:
         # raise_exception() raises a bare TemplateError; Jinja's own failures use subclasses.
         raise TemplateRenderError(str(err), rejected=type(err) is jinja2.TemplateError) from None
+    except (MemoryError, RecursionError):
+        raise  # a limit, not a template error: see specdraft.templates.limits
     except Exception as err:  # a template can fail in arbitrary ways on data it did not expect
         raise TemplateRenderError(f"{type(err).__name__}: {err}", rejected=False) from None
     return rendered[0]

@@ -64,7 +64,7 @@ def test_a_finding_names_rule_scenario_format_excerpt_and_fix():
     assert finding.rule == "thought-replayed" and finding.content_format == "string"
     assert "<|turn>model\\nthought\\nTHOUGHT2" in finding.excerpt
     assert finding.fix and finding.message
-    assert set(finding.to_dict()) == {"rule", "scenario", "content_format", "message", "excerpt", "fix"}
+    assert set(finding.to_dict()) == {"rule", "scenario", "content_format", "message", "excerpt", "fix", "diff"}
 
 
 def test_the_variant_is_detected_from_the_thinking_off_generation_prompt():
