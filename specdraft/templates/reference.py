@@ -23,6 +23,7 @@ from specdraft.templates.check import (
     render_matrix,
     whole_template_finding,
 )
+from specdraft.templates.rendering import TemplateSourceError
 from specdraft.templates.rules import Variant
 
 DRIFT_FIX = ("render what the reference renders here (see the diff); a deliberate difference belongs only where "
@@ -44,11 +45,21 @@ class Comparison:
     """The rules' findings on the reference: its leaks, which are why a template of our own is used."""
 
 
+class ReferenceSourceError(TemplateSourceError):
+    """The reference template does not compile (``TemplateSourceError`` for the reference)."""
+
+
 def compare_to_reference(ours: str, reference: str, variant: Variant) -> Comparison:
-    """Render both templates over the matrix once each; raises ``TemplateSourceError`` if either does not compile."""
+    """Render both templates over the matrix once each.
+
+    Raises ``TemplateSourceError`` when ours does not compile, ``ReferenceSourceError`` for the reference.
+    """
     whole_ours, whole_reference = whole_template_finding(ours), whole_template_finding(reference)
     ours_matrix = [] if whole_ours else render_matrix(ours)
-    reference_matrix = [] if whole_reference else render_matrix(reference)
+    try:
+        reference_matrix = [] if whole_reference else render_matrix(reference)
+    except TemplateSourceError as err:
+        raise ReferenceSourceError(err.message, err.lineno) from None
     return Comparison(
         ours=[whole_ours] if whole_ours else findings_of(ours_matrix, variant),
         drift=drift_between(ours_matrix, reference_matrix, variant),
