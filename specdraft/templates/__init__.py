@@ -8,6 +8,7 @@
 """
 
 from specdraft.templates.check import Finding, check_template, render_matrix
+from specdraft.templates.reference import Comparison, compare_to_reference, find_checkpoint_template
 from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
 from specdraft.templates.rendering import TemplateRenderError, TemplateSourceError, render_chat
 from specdraft.templates.rules import RULES, VARIANTS, Variant
@@ -15,6 +16,7 @@ from specdraft.templates.scenarios import SCENARIOS, Scenario
 from specdraft.templates.shipped import shipped_template
 
 __all__ = [
+    "Comparison",
     "Finding",
     "PROBE_REQUESTS",
     "ProbeResult",
@@ -26,6 +28,8 @@ __all__ = [
     "VARIANTS",
     "Variant",
     "check_template",
+    "compare_to_reference",
+    "find_checkpoint_template",
     "probe_server",
     "render_chat",
     "render_matrix",

@@ -1,10 +1,11 @@
 """Render templates that may be hostile or broken, within limits, so a check cannot hang ``launch`` or CI.
 
-A template is code: ``{{ "x" * 10**9 }}`` allocates a gigabyte in one step, nested loops run for hours, and
-the Jinja sandbox limits neither. So the renders of a check run in a forked child process (it inherits the
-compiled template and the imported renderer, so starting it costs milliseconds) with a cap on its address
-space; the parent gives each render a time limit and kills the child when it is exceeded, and the child
-refuses a prompt longer than any real prompt. The first render that hits a limit ends the batch.
+A template is code: ``{{ "x" * 10**9 }}`` allocates a gigabyte in one step (Jinja even does it while
+compiling, folding constants), nested loops run for hours, and the Jinja sandbox limits neither. So a
+template is compiled and rendered in a forked child process (it inherits the imported renderer, so starting
+it costs milliseconds) with a cap on its address space; the parent gives each step a time limit and kills
+the child when it is exceeded, and the child refuses a prompt longer than any real prompt. The first render
+that hits a limit ends the batch. Only specdraft's own templates are compiled in the parent, once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from specdraft.templates.rendering import (
@@ -21,6 +23,7 @@ from specdraft.templates.rendering import (
     compile_template,
     render_chat,
 )
+from specdraft.templates.rules import VARIANTS
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Limits:
     """Longest prompt one scenario may render (the matrix prompts are under 5,000)."""
     seconds_per_render: float = 5.0
     """Wall time one render may take (a render of the shipped templates takes about a millisecond)."""
-    memory_bytes: int = 1 << 30
+    memory_bytes: int = 256 << 20
     """Address space the rendering child may add to what it inherits."""
 
 
@@ -73,6 +76,8 @@ def render_within_limits(source: str, jobs: Sequence[RenderJob], limits: Limits 
     Raises ``SourceTooLarge`` or ``TemplateSourceError`` (syntax) before rendering anything.
     """
     check_source_size(source, limits)
+    if source in _shipped_sources():
+        compile_template(source)  # our own templates compile here once, and every child inherits them
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_render_jobs, args=(sender, source, jobs, limits), daemon=True)
@@ -80,15 +85,13 @@ def render_within_limits(source: str, jobs: Sequence[RenderJob], limits: Limits 
     sender.close()
     outcomes: list[RenderOutcome] = []
     try:
-        # compiling runs in the child too: Jinja folds constant expressions such as "x" * 10**9 while compiling
+        # any other template compiles in the child: Jinja folds constant expressions such as "x" * 10**9 while
+        # compiling, so compiling is as unbounded as rendering (and cannot be cached here)
         compiled = _next_outcome(receiver, child, limits, "compiling")
         if isinstance(compiled, TemplateSourceError):
             raise compiled
         if compiled.limit:
             return [compiled]
-        # now known to compile within the limits: compile it here too (while the child renders), so the next
-        # child inherits the compiled template instead of compiling it again
-        compile_template(source)
         while len(outcomes) < len(jobs):
             outcome = _next_outcome(receiver, child, limits, "rendering")
             outcomes.append(outcome)
@@ -100,6 +103,13 @@ def render_within_limits(source: str, jobs: Sequence[RenderJob], limits: Limits 
             child.kill()
         child.join()
     return outcomes
+
+
+@lru_cache(maxsize=1)
+def _shipped_sources() -> frozenset[str]:
+    from specdraft.templates.shipped import shipped_template
+
+    return frozenset(shipped_template(variant).read_text(encoding="utf-8") for variant in VARIANTS)
 
 
 def _next_outcome(receiver, child, limits: Limits, step: str) -> RenderOutcome | TemplateSourceError:
