@@ -1,15 +1,19 @@
 """Gemma 4 chat templates: render them as vLLM does, prove they cannot leak thoughts, probe live servers.
 
 - ``check_template(source, variant)`` renders the scenario matrix (``SCENARIOS``) in both content
-  formats vLLM can pass and returns a ``Finding`` per rule violation;
+  formats vLLM can pass, in a child process with limits (``specdraft.templates.limits``), and returns a
+  ``Finding`` per rule violation;
+- ``compare_to_reference(ours, reference, variant)`` also renders a reference template (Google's, usually
+  found by ``find_checkpoint_template(checkpoint_dir)``) and reports ``format-drift`` wherever the prompts
+  differ outside the leak fixes;
 - ``shipped_template(variant)`` is the path of the template specdraft ships for ``"e"`` or ``"large"``;
 - ``render_chat`` is the renderer itself (transformers' own, behind vLLM's request handling);
 - ``probe_server`` sends scenario requests to a running OpenAI-compatible server and scans the answers.
 """
 
 from specdraft.templates.check import Finding, check_template, render_matrix
-from specdraft.templates.reference import Comparison, compare_to_reference, find_checkpoint_template
 from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
+from specdraft.templates.reference import Comparison, compare_to_reference, find_checkpoint_template
 from specdraft.templates.rendering import TemplateRenderError, TemplateSourceError, render_chat
 from specdraft.templates.rules import RULES, VARIANTS, Variant
 from specdraft.templates.scenarios import SCENARIOS, Scenario

@@ -104,7 +104,8 @@ def _drift_finding(prompt: str, reference: str, scenario: str, content_format: s
     at = next((i for i, (a, b) in enumerate(zip(prompt, reference)) if a != b), min(len(prompt), len(reference)))
     message = f"our prompt differs from the reference's at character {at}"
     excerpts = f"reference: {excerpt(reference, at, at + 1, 40)}  ours: {excerpt(prompt, at, at + 1, 40)}"
-    return Finding("format-drift", scenario, content_format, message, excerpts, DRIFT_FIX, _unified_diff(reference, prompt))
+    diff = _unified_diff(reference, prompt)
+    return Finding("format-drift", scenario, content_format, message, excerpts, DRIFT_FIX, diff)
 
 
 def _unified_diff(reference: str, prompt: str) -> str:

@@ -162,6 +162,7 @@ def _history(reply: dict, *, kwargs: Mapping[str, Any] = OFF, must: Sequence[str
 def _scenarios() -> list[Scenario]:
     weather_call = _call("call_w", "get_weather", '{"city": "Paris"}')
     time_call = _call("call_t", "get_time", '{"city": "Tokyo"}')
+    oslo_call = _call("call_o", "get_weather", '{"city": "Oslo"}')
     tool_texts = [_call_text("get_weather", "Paris"), _result_text("get_weather", "RESULT1 sunny")]
     two_call_texts = [
         _call_text("get_weather", "Paris"),
@@ -429,11 +430,12 @@ def _scenarios() -> list[Scenario]:
         Scenario(
             "tool-results-three",
             "three calls in one message and their three results",
-            [_user(Q1), _model(None, tool_calls=[weather_call, time_call, _call("call_o", "get_weather", '{"city": "Oslo"}')]),
+            [_user(Q1), _model(None, tool_calls=[weather_call, time_call, oslo_call]),
              _result("call_w", "RESULT1 sunny"), _result("call_t", "RESULT2 09:00"), _result("call_o", "RESULT4 snow")],
             tools=TOOLS,
             chat_template_kwargs=ON,
-            must_contain=[*two_call_texts[:2], _call_text("get_weather", "Oslo"), _result_text("get_weather", "RESULT4 snow")],
+            must_contain=[*two_call_texts[:2], _call_text("get_weather", "Oslo"),
+                          _result_text("get_weather", "RESULT4 snow")],
         ),
         Scenario(
             "tool-call-with-content-then-answer",

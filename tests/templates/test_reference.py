@@ -39,7 +39,8 @@ def test_unsorted_call_arguments_are_drift_with_scenario_format_excerpts_and_a_d
 
 def test_where_the_reference_leaks_a_different_prompt_is_the_fix_not_drift():
     # a reference that, like Google's, takes the string "false" for thinking on and replays every reasoning field
-    leaky = _edited(_shipped(), "{%- set thinking = switch is sameas true -%}", "{%- set thinking = enable_thinking is defined and enable_thinking -%}")
+    leaky = _edited(_shipped(), "{%- set thinking = switch is sameas true -%}",
+                    "{%- set thinking = enable_thinking is defined and enable_thinking -%}")
     leaky = _edited(leaky, "switch is not none and switch is not boolean", "false")
     leaky = _edited(leaky, "{%- if calls and index > last.user and reasoning -%}", "{%- if reasoning -%}")
     comparison = compare_to_reference(_shipped(), leaky, "large")
