@@ -187,6 +187,25 @@ def to_vllm_conversation(
     return conversation
 
 
+def to_vllm_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The tools vLLM hands the template: what its request model keeps of each (``tool.model_dump()``).
+
+    ``type`` and the function's ``name``, ``description`` and ``parameters`` (None when absent), ``strict``
+    and ``defer_loading`` only when given; every other key, a ``response`` schema included, is dropped.
+    """
+    kept = []
+    for tool in tools:
+        function = tool["function"]
+        dumped = {"name": function["name"], "description": function.get("description"),
+                  "parameters": function.get("parameters")}
+        defer_loading = function.get("defer_loading", tool.get("defer_loading"))
+        for key, value in (("strict", function.get("strict")), ("defer_loading", defer_loading)):
+            if value is not None:
+                dumped[key] = value
+        kept.append({"type": "function", "function": dumped})
+    return kept
+
+
 def _transformers_normalised(conversation: list[dict]) -> list[dict]:
     # What apply_chat_template does before rendering, in the transformers installed here: since 5.2x it
     # drops keys whose value is None; older releases pass the messages through unchanged.
@@ -222,7 +241,7 @@ def render_chat(
     try:
         rendered, _ = render_jinja_template(
             conversations=[conversation],
-            tools=list(tools) if tools is not None else None,
+            tools=to_vllm_tools(tools) if tools is not None else None,
             chat_template=source,
             add_generation_prompt=add_generation_prompt,
             **{**GEMMA4_SPECIAL_TOKENS, **kwargs},

@@ -173,12 +173,15 @@ def _wrong_marker_spelling(r: Rendering) -> Iterator[Problem]:
 @rule(
     "python-repr",
     fix="content can be a list of parts (--chat-template-content-format openai): render each part's text, "
-    "never the list itself",
+    "never the list itself; render a null tool description as empty, never as None",
 )
 def _python_repr(r: Rendering) -> Iterator[Problem]:
     for match in re.finditer(r"\[?\{'type': '\w+'|\{\"type\": \"\w+\"", r.prompt):
         yield Problem("a content part is rendered as a Python/JSON value", match.start(), match.end())
         return
+    # vLLM passes a tool without a description as description=None
+    for match in re.finditer(re.escape('description:<|"|>None<|"|>'), r.prompt):
+        yield Problem("a missing tool description is rendered as the word None", match.start(), match.end())
 
 
 @rule(

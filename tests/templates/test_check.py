@@ -88,6 +88,8 @@ MUTATIONS = [
     ("wrong-marker-spelling", "e",
      [("{{- '<|channel>thought\\n' ~ reasoning", "{{- '<|channel|>thought\\n' ~ reasoning", 1)]),
     ("python-repr", "e", [("else plain(m['content'])", "else m['content']|string", 1)]),
+    ("python-repr", "e", [("'' if function['description'] is none else function['description']",
+                           "function['description']", 1)]),
     ("think-switch", "e",
      [("switch is not none and switch is not boolean", "false", 1),
       ("{%- set thinking = switch is sameas true -%}", "{%- set thinking = enable_thinking is defined and enable_thinking -%}", 1)]),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.templates import TemplateRenderError, render_chat, shipped_template
+from tests.templates.fixtures.render_official_prompts import render
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "official_prompts.json").read_text())
 CASES = FIXTURE["cases"]
@@ -24,7 +25,8 @@ def _render(variant, request, content_format, **overrides):
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['id']}-{c['variant']}-{c['content_format']}" for c in CASES])
 def test_shipped_template_renders_the_official_prompt(case):
-    assert _render(case["variant"], case["request"], case["content_format"]) == case["official_prompt"]
+    request = {**case["request"], "renderer": case["renderer"]}
+    assert render(shipped_template(case["variant"]).read_text(), request, case["content_format"]) == case["official_prompt"]
 
 
 def test_the_fixture_covers_every_shape_the_format_distinguishes():
@@ -37,14 +39,15 @@ def test_the_fixture_covers_every_shape_the_format_distinguishes():
         "thinking-on", "thinking-off", "thinking-omitted",
         "system-first", "developer-first", "multi-turn",
     } <= ids
-    assert {(case["variant"], case["content_format"]) for case in CASES} == {
-        ("e", "string"), ("e", "openai"), ("large", "string"), ("large", "openai")}
+    assert {(case["variant"], case["content_format"], case["renderer"]) for case in CASES} == {
+        ("e", "string", "vllm"), ("e", "openai", "vllm"), ("large", "string", "vllm"), ("large", "openai", "vllm"),
+        ("e", "string", "transformers"), ("large", "string", "transformers")}
     declarations = next(c for c in CASES if c["id"] == "tool-declaration-shapes")["official_prompt"]
     # what the fixture pins: sorted keys (case-insensitively), dropped keys, the empty description, no properties:{}
     assert "properties:{cabin:{" in declarations and "Flexible:{type:" in declarations
     assert "minimum" not in declarations and "default" not in declarations and "title" not in declarations
     assert "declaration:ping{description:<|\"|><|\"|>,parameters:{type:<|\"|>OBJECT<|\"|>}}" in declarations
-    assert ",response:{description:<|\"|>Matching flights<|\"|>,type:<|\"|>OBJECT<|\"|>}" in declarations
+    assert ",response:{description:<|\"|>Nothing<|\"|>,type:<|\"|>OBJECT<|\"|>}" in declarations
 
 
 @pytest.mark.parametrize("variant", ["e", "large"])
