@@ -16,7 +16,7 @@ from pathlib import Path
 
 from specdraft.patching.journal import write_atomically
 
-_ENGINE_SOURCES = ("engine.py", "hotfix.py", "status_memo.py")
+_ENGINE_SOURCES = ("engine.py", "hotfix.py", "anchors.py", "status_memo.py")
 _KEEP = 256
 
 
