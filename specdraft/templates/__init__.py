@@ -13,13 +13,20 @@
 
 from specdraft.templates.check import Finding, check_template, render_matrix
 from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
-from specdraft.templates.reference import Comparison, compare_to_reference, find_checkpoint_template
+from specdraft.templates.reference import (
+    CheckpointVerdict,
+    Comparison,
+    compare_to_checkpoint,
+    compare_to_reference,
+    find_checkpoint_template,
+)
 from specdraft.templates.rendering import TemplateRenderError, TemplateSourceError, render_chat
 from specdraft.templates.rules import RULES, VARIANTS, Variant
 from specdraft.templates.scenarios import SCENARIOS, Scenario
 from specdraft.templates.shipped import shipped_template
 
 __all__ = [
+    "CheckpointVerdict",
     "Comparison",
     "Finding",
     "PROBE_REQUESTS",
@@ -32,6 +39,7 @@ __all__ = [
     "VARIANTS",
     "Variant",
     "check_template",
+    "compare_to_checkpoint",
     "compare_to_reference",
     "find_checkpoint_template",
     "probe_server",

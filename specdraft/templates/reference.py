@@ -151,3 +151,40 @@ def _template_entry(text: str) -> str | None:
         named = {item.get("name"): item.get("template") for item in entry if isinstance(item, dict)}
         entry = named.get("default")
     return entry if isinstance(entry, str) else None
+
+
+@dataclass(frozen=True)
+class CheckpointVerdict:
+    """How a template compares with the one a checkpoint carries (plain data: it is cached as JSON)."""
+
+    reference_file: str
+    drift: list[str]
+    """``scenario [content format]`` for every format-drift finding."""
+    reference_rules: dict[str, int]
+    """Rule id -> how many of the reference's own renders break it (its leaks)."""
+    error: str = ""
+    """Why the comparison could not be made (the reference does not compile, or hit a limit); else empty."""
+
+
+def compare_to_checkpoint(source: str, checkpoint: str | Path, variant: Variant) -> CheckpointVerdict | None:
+    """Compare ``source`` with the chat template ``checkpoint`` carries; None when it carries none."""
+    found = find_checkpoint_template(checkpoint)
+    if found is None:
+        return None
+    path, reference = found
+    try:
+        comparison = compare_to_reference(source, reference, variant)
+    except TemplateSourceError as err:
+        which = "its template" if isinstance(err, ReferenceSourceError) else "the template passed"
+        error = f"{which} does not compile (line {err.lineno or '?'}): {err.message}"
+        return CheckpointVerdict(str(path), [], {}, error)
+    limits = [f for f in comparison.reference if f.rule in ("render-limit", "empty-template")]
+    rules: dict[str, int] = {}
+    for finding in comparison.reference:
+        rules[finding.rule] = rules.get(finding.rule, 0) + 1
+    return CheckpointVerdict(
+        reference_file=str(path),
+        drift=[f"{f.scenario} [{f.content_format}]" for f in comparison.drift],
+        reference_rules=rules,
+        error=limits[0].message if limits else "",
+    )

@@ -26,7 +26,8 @@ def _render(variant, request, content_format, **overrides):
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['id']}-{c['variant']}-{c['content_format']}" for c in CASES])
 def test_shipped_template_renders_the_official_prompt(case):
     request = {**case["request"], "renderer": case["renderer"]}
-    assert render(shipped_template(case["variant"]).read_text(), request, case["content_format"]) == case["official_prompt"]
+    ours = render(shipped_template(case["variant"]).read_text(), request, case["content_format"])
+    assert ours == case["official_prompt"]
 
 
 def test_the_fixture_covers_every_shape_the_format_distinguishes():

@@ -5,7 +5,12 @@ import json
 import pytest
 
 from specdraft.templates import shipped_template
-from specdraft.templates.reference import ReferenceSourceError, compare_to_reference, find_checkpoint_template
+from specdraft.templates.reference import (
+    ReferenceSourceError,
+    compare_to_checkpoint,
+    compare_to_reference,
+    find_checkpoint_template,
+)
 
 
 def _shipped(variant="large"):
@@ -49,7 +54,8 @@ def test_where_the_reference_leaks_a_different_prompt_is_the_fix_not_drift():
 
 
 def test_a_request_the_reference_renders_and_ours_fails_is_drift():
-    failing = _edited(_shipped(), "{{- '<|tool_call>call:'", "{{- raise_exception('no calls') -}}{{- '<|tool_call>call:'")
+    failing = _edited(_shipped(), "{{- '<|tool_call>call:'",
+                      "{{- raise_exception('no calls') -}}{{- '<|tool_call>call:'")
     comparison = compare_to_reference(failing, _shipped(), "large")
     assert any(f.scenario == "tool-call-and-result" and "ours fails: no calls" in f.message for f in comparison.drift)
 
@@ -64,8 +70,8 @@ def test_the_checkpoint_template_is_found_where_transformers_looks(tmp_path):
     assert find_checkpoint_template(tmp_path) is None
     (tmp_path / "processor_config.json").write_text(json.dumps({"chat_template": "from processor"}))
     assert find_checkpoint_template(tmp_path) == (tmp_path / "processor_config.json", "from processor")
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
-        {"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "named default"}]}))
+    named = [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "named default"}]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": named}))
     assert find_checkpoint_template(tmp_path)[1] == "named default"
     (tmp_path / "chat_template.jinja").write_text("from the jinja file")
     assert find_checkpoint_template(tmp_path) == (tmp_path / "chat_template.jinja", "from the jinja file")
@@ -76,3 +82,21 @@ def test_unreadable_or_templateless_configs_are_skipped(tmp_path):
     (tmp_path / "processor_config.json").write_text(json.dumps(["a list"]))
     (tmp_path / "chat_template.json").write_text(json.dumps({"chat_template": 3}))
     assert find_checkpoint_template(tmp_path) is None
+
+
+def test_a_checkpoint_is_compared_with_the_template_it_carries(tmp_path):
+    assert compare_to_checkpoint(_shipped(), tmp_path, "large") is None
+    leaky = _edited(_shipped(), "{%- if calls and index > last.user and reasoning -%}", "{%- if reasoning -%}")
+    leaky = _edited(leaky, "|dictsort -%}\n                {{- (',' if not loop.first) ~ key ~ ':' ~ literal(value)",
+                    ".items() -%}\n                {{- (',' if not loop.first) ~ key ~ ':' ~ literal(value)")
+    (tmp_path / "chat_template.jinja").write_text(leaky)
+    verdict = compare_to_checkpoint(_shipped(), tmp_path, "large")
+    assert verdict.reference_file == str(tmp_path / "chat_template.jinja") and verdict.error == ""
+    assert verdict.drift == ["tool-call-nested-arguments [string]", "tool-call-nested-arguments [openai]"]
+    assert verdict.reference_rules["thought-replayed"] > 0
+
+
+def test_a_checkpoint_template_that_does_not_compile_is_said_so(tmp_path):
+    (tmp_path / "chat_template.jinja").write_text("{% if %}")
+    verdict = compare_to_checkpoint(_shipped(), tmp_path, "large")
+    assert verdict.error.startswith("its template does not compile (line 1)")
