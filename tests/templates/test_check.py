@@ -131,3 +131,17 @@ def test_scenario_ids_are_unique_and_cover_both_thinking_kwargs_shapes():
     assert len(ids) == len(set(ids))
     shapes = {type(s.chat_template_kwargs.get("enable_thinking")) for s in SCENARIOS}
     assert {bool, str, int, type(None)} <= shapes
+
+
+def test_a_template_may_refuse_a_thinking_switch_given_as_a_string():
+    strict = shipped_template("e").read_text()
+    strings_read = "{%- if switch is string and switch|lower in ['true', 'false'] -%}"
+    assert strings_read in strict
+    assert check_template(strict.replace(strings_read, "{%- if false -%}", 1), "e") == []
+
+
+def test_a_template_that_reads_the_string_false_as_thinking_on_is_caught():
+    source = shipped_template("e").read_text()
+    source = source.replace("switch|lower == 'true'", "switch|length > 0", 1)  # any non-empty string means on
+    found = {(f.rule, f.scenario) for f in check_template(source, "e")}
+    assert ("think-switch", "thinking-string-false") in found
