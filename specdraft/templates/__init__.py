@@ -2,7 +2,7 @@
 
 - ``check_template(source, variant)`` renders the scenario matrix (``SCENARIOS``) in both content
   formats vLLM can pass, in a child process with limits (``specdraft.templates.limits``), and returns a
-  ``Finding`` per rule violation;
+  ``TemplateFinding`` (a ``specdraft.findings.Finding``) per rule violation;
 - ``compare_to_reference(ours, reference, variant)`` also renders a reference template (Google's, usually
   found by ``find_checkpoint_template(checkpoint_dir)``) and reports ``format-drift`` wherever the prompts
   differ outside the leak fixes;
@@ -11,7 +11,7 @@
 - ``probe_server`` sends scenario requests to a running OpenAI-compatible server and scans the answers.
 """
 
-from specdraft.templates.check import Finding, check_template, render_matrix
+from specdraft.templates.check import TemplateFinding, check_template, render_matrix
 from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
 from specdraft.templates.reference import (
     CheckpointVerdict,
@@ -28,12 +28,12 @@ from specdraft.templates.shipped import shipped_template
 __all__ = [
     "CheckpointVerdict",
     "Comparison",
-    "Finding",
     "PROBE_REQUESTS",
     "ProbeResult",
     "RULES",
     "SCENARIOS",
     "Scenario",
+    "TemplateFinding",
     "TemplateRenderError",
     "TemplateSourceError",
     "VARIANTS",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from specdraft.findings import Finding, Level
 from specdraft.templates.limits import LIMITS, Limits, RenderJob, SourceTooLarge, render_within_limits
 from specdraft.templates.rendering import CONTENT_FORMATS, ContentFormat, TemplateRenderError
 from specdraft.templates.rules import EMPTY_THOUGHT, RENDER_ERROR_FIX, RULES, VARIANTS, Problem, Rendering, Variant
@@ -16,22 +17,31 @@ RENDER_LIMIT_FIX = ("a chat template renders a prompt of a few thousand characte
                     "builds huge strings or loops without end")
 
 
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    """Stable rule id, e.g. ``thought-replayed``."""
+class TemplateFinding(Finding):
+    """A rule's verdict on one rendered scenario: ``check`` is the stable rule id (e.g. ``thought-replayed``),
+    ``hint`` the fix."""
+
+    level: Level = "error"
     scenario: str
     content_format: ContentFormat | None
     """None for a finding about the template as a whole."""
-    message: str
-    excerpt: str
+    excerpt: str = ""
     """The rendered prompt around the problem, newlines shown as ``\\n``, cut ends marked with ``…``."""
-    fix: str
     diff: str = ""
     """For ``format-drift``: a unified diff of the reference prompt and ours around the difference."""
 
+    @property
+    def rule(self) -> str:
+        return self.check
+
+    @property
+    def fix(self) -> str:
+        return self.hint or ""
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The ``template check --json`` form."""
+        return {"rule": self.rule, "scenario": self.scenario, "content_format": self.content_format,
+                "message": self.message, "excerpt": self.excerpt, "fix": self.fix, "diff": self.diff}
 
 
 @dataclass(frozen=True)
@@ -67,38 +77,41 @@ def problems_of(item: RenderedScenario, variant: Variant) -> list[tuple[str, Pro
     return [(rule.id, problem) for rule in RULES for problem in rule.check(rendering)]
 
 
-def _findings(item: RenderedScenario, variant: Variant) -> list[Finding]:
+def _findings(item: RenderedScenario, variant: Variant) -> list[TemplateFinding]:
     s, fmt = item.scenario, item.content_format
     if item.limit is not None:
-        return [Finding("render-limit", s.id, fmt, f"{item.limit}; later scenarios were not rendered", "",
-                        RENDER_LIMIT_FIX)]
+        return [TemplateFinding(check="render-limit", scenario=s.id, content_format=fmt, hint=RENDER_LIMIT_FIX,
+                                message=f"{item.limit}; later scenarios were not rendered")]
     if item.error is not None:
         if item.error.rejected and s.thinking_may_be_refused:
             return []  # refusing a switch that is not a JSON boolean cannot leak
-        return [Finding("render-error", s.id, fmt, f"rendering failed: {item.error.message}", "", RENDER_ERROR_FIX)]
+        return [TemplateFinding(check="render-error", scenario=s.id, content_format=fmt, hint=RENDER_ERROR_FIX,
+                                message=f"rendering failed: {item.error.message}")]
     fixes = {rule.id: rule.fix for rule in RULES}
     return [
-        Finding(rule_id, s.id, fmt, problem.message, excerpt(item.prompt, problem.start, problem.end), fixes[rule_id])
+        TemplateFinding(check=rule_id, scenario=s.id, content_format=fmt, message=problem.message,
+                        excerpt=excerpt(item.prompt, problem.start, problem.end), hint=fixes[rule_id])
         for rule_id, problem in problems_of(item, variant)
     ]
 
 
-def findings_of(matrix: list[RenderedScenario], variant: Variant) -> list[Finding]:
+def findings_of(matrix: list[RenderedScenario], variant: Variant) -> list[TemplateFinding]:
     return [finding for item in matrix for finding in _findings(item, variant)]
 
 
-def whole_template_finding(source: str) -> Finding | None:
+def whole_template_finding(source: str) -> TemplateFinding | None:
     """The one finding for a template that is empty or too large to render, else None."""
     if not source.strip():
-        return Finding("empty-template", WHOLE_TEMPLATE, None, "the template is empty (or only whitespace)", "",
-                       "pass the chat template file itself (a Jinja text that starts with {{ bos_token }})")
+        return TemplateFinding(check="empty-template", scenario=WHOLE_TEMPLATE, content_format=None,
+                               message="the template is empty (or only whitespace)",
+                               hint="pass the chat template file itself (a Jinja text that starts with {{ bos_token }})")
     if len(source) > LIMITS.source_chars:
-        return Finding("render-limit", WHOLE_TEMPLATE, None, str(SourceTooLarge(len(source), LIMITS.source_chars)),
-                       "", RENDER_LIMIT_FIX)
+        return TemplateFinding(check="render-limit", scenario=WHOLE_TEMPLATE, content_format=None,
+                               message=str(SourceTooLarge(len(source), LIMITS.source_chars)), hint=RENDER_LIMIT_FIX)
     return None
 
 
-def check_template(source: str, variant: Variant) -> list[Finding]:
+def check_template(source: str, variant: Variant) -> list[TemplateFinding]:
     """Findings for a Gemma 4 chat template: an empty list means no scenario showed a leak or a format defect.
 
     ``variant`` is ``"e"`` (E2B/E4B) or ``"large"`` (26B-A4B/31B): they differ only in the thinking-off

@@ -14,22 +14,34 @@ from typing import Any, Callable, Mapping
 
 import httpx
 
+from specdraft.families.gemma4 import (
+    CHANNEL_CLOSE,
+    CHANNEL_OPEN,
+    STRING_DELIMITER,
+    THINK,
+    THOUGHT_LABEL,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    TOOL_RESPONSE_OPEN,
+    TURN_CLOSE,
+    TURN_OPEN,
+)
 from specdraft.templates.scenarios import TOOLS
 
 CONTENT_MARKERS = (
-    "<|channel>",
-    "<channel|>",
-    "<|channel|>",
-    "<|tool_call>",
-    "<tool_call|>",
-    '<|"|>',
-    "<|tool_response>",
-    "<tool_response|>",
-    "<turn|>",
-    "<|turn>",
-    "<|think|>",
+    CHANNEL_OPEN,
+    CHANNEL_CLOSE,
+    "<|channel|>",  # the gpt-oss spelling some recipes and parsers use by mistake
+    TOOL_CALL_OPEN,
+    TOOL_CALL_CLOSE,
+    STRING_DELIMITER,
+    TOOL_RESPONSE_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    TURN_CLOSE,
+    TURN_OPEN,
+    THINK,
 )
-THOUGHT_LABEL = "thought\n"
 
 
 @dataclass(frozen=True)

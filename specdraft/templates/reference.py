@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specdraft.templates.check import (
-    Finding,
     RenderedScenario,
+    TemplateFinding,
     excerpt,
     findings_of,
     problems_of,
@@ -37,11 +37,11 @@ _DISPLAY_BREAK = re.compile(r"(?<=\n)|(?=<\|(?:turn|tool|tool_call|tool_response
 
 @dataclass(frozen=True)
 class Comparison:
-    ours: list[Finding]
+    ours: list[TemplateFinding]
     """The rules' findings on our template."""
-    drift: list[Finding]
+    drift: list[TemplateFinding]
     """``format-drift``: where our prompt differs from the reference outside the leak fixes."""
-    reference: list[Finding]
+    reference: list[TemplateFinding]
     """The rules' findings on the reference: its leaks, which are why a template of our own is used."""
 
 
@@ -67,7 +67,9 @@ def compare_to_reference(ours: str, reference: str, variant: Variant) -> Compari
     )
 
 
-def drift_between(ours: list[RenderedScenario], reference: list[RenderedScenario], variant: Variant) -> list[Finding]:
+def drift_between(
+    ours: list[RenderedScenario], reference: list[RenderedScenario], variant: Variant
+) -> list[TemplateFinding]:
     """One ``format-drift`` finding per scenario and content format whose prompts differ outside the leak fixes."""
     drift = []
     for mine, theirs in zip(ours, reference):  # same matrix order; a render limit ends either list early
@@ -76,8 +78,9 @@ def drift_between(ours: list[RenderedScenario], reference: list[RenderedScenario
             continue  # a limit is reported by the checks; a reference that cannot render sets no standard
         if mine.error is not None:
             if not (mine.error.rejected and s.thinking_may_be_refused):
-                drift.append(Finding("format-drift", s.id, fmt, f"the reference renders this request, ours fails: "
-                                     f"{mine.error.message}", "", DRIFT_FIX))
+                drift.append(TemplateFinding(
+                    level="warning", check="format-drift", scenario=s.id, content_format=fmt, hint=DRIFT_FIX,
+                    message=f"the reference renders this request, ours fails: {mine.error.message}"))
             continue
         if mine.prompt != theirs.prompt and _has_unexplained_change(mine.prompt, theirs, variant):
             drift.append(_drift_finding(mine.prompt, theirs.prompt, s.id, fmt))
@@ -100,12 +103,13 @@ def _has_unexplained_change(prompt: str, reference: RenderedScenario, variant: V
     return False
 
 
-def _drift_finding(prompt: str, reference: str, scenario: str, content_format: str) -> Finding:
+def _drift_finding(prompt: str, reference: str, scenario: str, content_format: str) -> TemplateFinding:
     at = next((i for i, (a, b) in enumerate(zip(prompt, reference)) if a != b), min(len(prompt), len(reference)))
     message = f"our prompt differs from the reference's at character {at}"
     excerpts = f"reference: {excerpt(reference, at, at + 1, 40)}  ours: {excerpt(prompt, at, at + 1, 40)}"
     diff = _unified_diff(reference, prompt)
-    return Finding("format-drift", scenario, content_format, message, excerpts, DRIFT_FIX, diff)
+    return TemplateFinding(level="warning", check="format-drift", scenario=scenario, content_format=content_format,
+                           message=message, excerpt=excerpts, hint=DRIFT_FIX, diff=diff)
 
 
 def _unified_diff(reference: str, prompt: str) -> str:
