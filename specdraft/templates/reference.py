@@ -163,7 +163,7 @@ class CheckpointVerdict:
 
     reference_file: str
     drift: list[str]
-    """``scenario [content format]`` for every format-drift finding."""
+    """Every scenario with format-drift, once, with the content formats it drifts in: ``scenario [string, openai]``."""
     reference_rules: dict[str, int]
     """Rule id -> how many of the reference's own renders break it (its leaks)."""
     error: str = ""
@@ -186,9 +186,12 @@ def compare_to_checkpoint(source: str, checkpoint: str | Path, variant: Variant)
     rules: dict[str, int] = {}
     for finding in comparison.reference:
         rules[finding.rule] = rules.get(finding.rule, 0) + 1
+    formats: dict[str, list[str]] = {}
+    for finding in comparison.drift:
+        formats.setdefault(finding.scenario, []).append(finding.content_format)
     return CheckpointVerdict(
         reference_file=str(path),
-        drift=[f"{f.scenario} [{f.content_format}]" for f in comparison.drift],
+        drift=[f"{scenario} [{', '.join(found)}]" for scenario, found in formats.items()],
         reference_rules=rules,
         error=limits[0].message if limits else "",
     )

@@ -92,7 +92,7 @@ def test_a_checkpoint_is_compared_with_the_template_it_carries(tmp_path):
     (tmp_path / "chat_template.jinja").write_text(leaky)
     verdict = compare_to_checkpoint(_shipped(), tmp_path, "large")
     assert verdict.reference_file == str(tmp_path / "chat_template.jinja") and verdict.error == ""
-    assert verdict.drift == ["tool-call-nested-arguments [string]", "tool-call-nested-arguments [openai]"]
+    assert verdict.drift == ["tool-call-nested-arguments [string, openai]"]
     assert verdict.reference_rules["thought-replayed"] > 0
 
 
