@@ -12,7 +12,10 @@ acceptance levels reuse the engine: the rejection sampler's rate tensor is overw
 Every row is measured the same way: ``t1`` = median time of a 1-token request (prefill + first token),
 ``tN`` = median time of ``--reps`` requests of ``--new-tokens`` tokens; decode tok/s = (N - 1) / (tN - t1).
 For speculative rows the step count comes from vLLM's own counter (``vllm:spec_decode_num_drafts``), so
-``step_ms`` = (tN - t1) / steps per request is the measured cost of one speculative step.
+``step_ms`` = (tN - t1) / steps per request is the measured cost of one speculative step of the engine (all
+``--concurrency`` sequences; result files written before the levels option held the per-sequence share instead).
+``--concurrency 1,2,4`` measures each level in turn with one engine (``--max-num-seqs`` at least the largest);
+``--target-dir`` picks the target's config folder (``target31b``, ``target26b``).
 
 Levers (issue 7): ``--method draft_model|mtp|ngram|ngram_gpu``, ``--async-scheduling on|off`` (default: vLLM's
 choice), ``--cudagraph-mode``, ``--v2`` (Model Runner V2), ``--max-num-seqs`` with ``--concurrency``. ``--profile-tokens N``
