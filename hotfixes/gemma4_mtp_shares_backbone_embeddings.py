@@ -29,13 +29,14 @@ from types import ModuleType
 
 import libcst as cst
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, find_all, normalised
+from specdraft.patching.anchors import find_all, insert_beside, module_names, same_code
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
 _BASE = "vllm.v1.spec_decode.llm_base_proposer"
 _BASE_CLASS = "SpecDecodeBaseProposer"
 _OVERRIDE = "_maybe_share_embeddings"
 _KEEPS_OWN_LM_HEAD = "_maybe_share_lm_head"
-_DRAFT_EMBEDDINGS = normalised("self.model.model.embed_tokens")
+_DRAFT_EMBEDDINGS = "self.model.model.embed_tokens"
 _EAGLE_ONLY = "has_own_embed_tokens"  # the attribute the base class tells EAGLE drafts by
 _SHARE_BACKBONE_EMBEDDINGS = '''\
 def _maybe_share_embeddings(self, target_language_model: nn.Module) -> None:
@@ -58,23 +59,7 @@ def _methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
 
 
 def _replaces_draft_embeddings(method: cst.FunctionDef) -> bool:
-    return bool(find_all(method, cst.AssignTarget, lambda t: normalised(t.target) == _DRAFT_EMBEDDINGS))
-
-
-def _module_names(module: cst.Module) -> set[str]:
-    """Names bound at the top of the module by imports and plain assignments."""
-    names = set()
-    for statement in module.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-                for alias in small.names:
-                    bound = alias.asname.name if alias.asname else alias.name
-                    while isinstance(bound, cst.Attribute):  # `import torch.nn` binds `torch`
-                        bound = bound.value
-                    names.add(bound.value)
-            elif isinstance(small, cst.Assign):
-                names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
-    return names
+    return bool(find_all(method, cst.AssignTarget, lambda t: same_code(t.target, _DRAFT_EMBEDDINGS)))
 
 
 def _width_guards_for_mtp(method: ast.FunctionDef) -> list[ast.Compare]:
@@ -220,40 +205,40 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
         "a real assistant) and pre_projection then fails with a reduction-dim / shape error; "
         "upstream: Gemma4Proposer._maybe_share_embeddings, from vLLM 0.27.0"
     )
+    needed_for = (Trait.GEMMA4_MTP_ASSISTANT,)
+    failure = ("the MTP assistant's pre_projection gets its own narrow embedding: a shape error at start-up "
+               "(torch.compile) or at the first proposal (eager)")
     versions = ">=0.25.0"  # 0.21.0-0.24.0 share MTP embeddings of any width; 0.25.0 added the width check
     function = "Gemma4Proposer"
     modules = ("vllm.v1.spec_decode.gemma4",)
     # Whether the inherited method refuses other widths decides whether the fix is needed.
     context = ("vllm.v1.spec_decode.llm_base_proposer",)
 
-    def inspect(self, function, module: cst.Module, context) -> Finding:
+    def inspect(self, function, module: cst.Module, context) -> Inspection:
         if not isinstance(function, cst.ClassDef):
-            return Finding(Status.DRIFTED, "Gemma4Proposer is no longer a class")
+            return Inspection(Status.DRIFTED, "Gemma4Proposer is no longer a class")
         methods = _methods(function)
         if _OVERRIDE in methods:
             if _replaces_draft_embeddings(methods[_OVERRIDE]):
-                return Finding(Status.APPLIED, f"{_OVERRIDE} puts the target's embed_tokens in the assistant")
-            return Finding(Status.DRIFTED, f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
+                return Inspection(Status.APPLIED, f"{_OVERRIDE} puts the target's embed_tokens in the assistant")
+            return Inspection(Status.DRIFTED,
+                              f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
         if _KEEPS_OWN_LM_HEAD not in methods:
-            return Finding(Status.DRIFTED, f"Gemma4Proposer no longer overrides {_KEEPS_OWN_LM_HEAD}: "
+            return Inspection(Status.DRIFTED, f"Gemma4Proposer no longer overrides {_KEEPS_OWN_LM_HEAD}: "
                                            "the assistant's widths may have changed, review it")
-        missing = {"nn", "logger"} - _module_names(module)
+        missing = {"nn", "logger"} - module_names(module)
         if missing:
-            return Finding(Status.DRIFTED, f"{', '.join(sorted(missing))} no longer defined at module level")
+            return Inspection(Status.DRIFTED, f"{', '.join(sorted(missing))} no longer defined at module level")
         status, detail = _base_sharing(context[_BASE])
         if status is not None:
-            return Finding(status, detail)
-        return Finding(Status.PENDING, f"{_BASE_CLASS}.{_OVERRIDE} keeps the assistant's draft-width embed_tokens "
+            return Inspection(status, detail)
+        return Inspection(Status.PENDING, f"{_BASE_CLASS}.{_OVERRIDE} keeps the assistant's draft-width embed_tokens "
                                        "when the widths differ, and Gemma4Proposer does not override it")
 
     def rewrite(self, function: cst.ClassDef) -> cst.ClassDef:
         anchor = _methods(function)[_KEEPS_OWN_LM_HEAD]
-        addition = cst.parse_statement(_SHARE_BACKBONE_EMBEDDINGS).with_changes(
-            leading_lines=[cst.EmptyLine(indent=False), self.marker_comment("the assistant reads backbone-width embeddings")]
-        )
-        body = list(function.body.body)
-        body.insert(body.index(anchor), addition)
-        return function.with_changes(body=function.body.with_changes(body=body))
+        addition = self.marked(_SHARE_BACKBONE_EMBEDDINGS, "the assistant reads backbone-width embeddings")
+        return insert_beside(function, anchor, addition, after=False)
 
     @staticmethod
     def probe(module: ModuleType) -> None:
@@ -297,39 +282,54 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS},
             name="as released (0.25.0 to 0.26.0)",
+            vllm="0.26.0",
             status=Status.PENDING,
+            detail=("SpecDecodeBaseProposer._maybe_share_embeddings keeps the assistant's draft-width embed_tokens "
+                    "when the widths differ, and Gemma4Proposer does not override it"),
             before=_PROPOSER_AS_RELEASED,
             after=_PROPOSER_AFTER_THE_FIX,
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS_TO_EAGLE_ONLY},
             name="upstream overrides _maybe_share_embeddings (0.27.0 on)",
+            vllm="0.28.0",
             status=Status.FIXED_UPSTREAM,
+            detail="_maybe_share_embeddings puts the target's embed_tokens in the assistant",
             before=_released_with(_UPSTREAM_OVERRIDE),
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS_TO_EAGLE_ONLY},
             name="the base class shares MTP embeddings of any width",
+            vllm="0.26.0",
             status=Status.FIXED_UPSTREAM,
+            detail=("SpecDecodeBaseProposer._maybe_share_embeddings shares the target's embed_tokens with MTP drafts "
+                    "of any width"),
             before=_PROPOSER_AS_RELEASED,
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS},
             name="an override that keeps the assistant's own embeddings",
+            vllm="0.26.0",
             status=Status.DRIFTED,
+            detail="Gemma4Proposer._maybe_share_embeddings no longer sets self.model.model.embed_tokens: review it",
             before=_released_with("    def _maybe_share_embeddings(self, target_language_model):\n        pass\n"),
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS.replace(
                 "        self._maybe_share_embeddings(target_language_model)\n", "")},
             name="the base class no longer calls _maybe_share_embeddings",
+            vllm="0.26.0",
             status=Status.DRIFTED,
+            detail="SpecDecodeBaseProposer no longer calls self._maybe_share_embeddings(...): an override would never run",
             before=_PROPOSER_AS_RELEASED,
         ),
         Fixture(
             context={_BASE: _BASE_REFUSES_OTHER_WIDTHS},
             name="Gemma4Proposer shares the lm_head again",
+            vllm="0.26.0",
             status=Status.DRIFTED,
+            detail=("Gemma4Proposer no longer overrides _maybe_share_lm_head: the assistant's widths may have changed, "
+                    "review it"),
             before=_PROPOSER_AS_RELEASED.split(_LM_HEAD_OVERRIDE)[0].rstrip() + "\n",
         ),
     )

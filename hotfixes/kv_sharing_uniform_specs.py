@@ -18,11 +18,11 @@ from types import ModuleType
 
 import libcst as cst
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, code_of, find_all, normalised
+from specdraft.patching.anchors import find_all, insert_beside, module_names, same_code
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
-_ANCHOR_TEXT = "tgt_kv_cache_group.layer_names.append(layer_name)"
-_ANCHOR = normalised(_ANCHOR_TEXT)
-_LOOP_TARGET = normalised("layer_name, target_layer_name")
+_ANCHOR = "tgt_kv_cache_group.layer_names.append(layer_name)"
+_LOOP_TARGET = "layer_name, target_layer_name"
 _GIVE_SHARED_LAYER_ITS_SPEC = """\
 if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
     tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
@@ -38,7 +38,7 @@ def _sets_spec_of_layer(target: cst.AssignTarget) -> bool:
         isinstance(subscript, cst.Subscript)
         and isinstance(subscript.value, cst.Attribute)
         and subscript.value.attr.value == "kv_cache_specs"
-        and [normalised(element.slice) for element in subscript.slice] == [normalised("layer_name")]
+        and len(subscript.slice) == 1 and same_code(subscript.slice[0].slice, "layer_name")
     )
 
 
@@ -48,20 +48,8 @@ def _anchor_loops(function: cst.FunctionDef) -> list[tuple[cst.For, cst.BaseStat
         (loop, statement)
         for loop in find_all(function, cst.For)
         for statement in loop.body.body
-        if isinstance(statement, cst.SimpleStatementLine) and normalised(statement) == _ANCHOR
+        if isinstance(statement, cst.SimpleStatementLine) and same_code(statement, _ANCHOR)
     ]
-
-
-def _imports_at_top_level(module: cst.Module, name: str) -> bool:
-    imported = [
-        code_of(alias.asname.name if alias.asname else alias.name)
-        for statement in module.body
-        if isinstance(statement, cst.SimpleStatementLine)
-        for small in statement.body
-        if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
-        for alias in small.names
-    ]
-    return name in imported
 
 
 class KvSharingUniformSpecs(Hotfix):
@@ -71,32 +59,30 @@ class KvSharingUniformSpecs(Hotfix):
         "shared layers get no UniformTypeKVCacheSpecs.kv_cache_specs entry and the model runner raises "
         "KeyError; upstream: vllm PR 43533 (open, one runner only), PR 43185 (closed)"
     )
+    needed_for = (Trait.HYBRID_KV_CACHE_MANAGER_OFF,)
+    failure = ("the model runner raises KeyError on shared layers ('<draft>.model.layers.N.self_attn.attn') "
+               "at engine start-up")
     versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
     function = "add_kv_sharing_layers_to_kv_cache_groups"
     modules = ("vllm.v1.worker.utils",)
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Inspection:
         loops = _anchor_loops(function)
         if len(loops) != 1:
-            return Finding(Status.DRIFTED, f"expected `{_ANCHOR_TEXT}` once in a for loop, found {len(loops)}")
+            return Inspection(Status.DRIFTED, f"expected `{_ANCHOR}` once in a for loop, found {len(loops)}")
         loop, _ = loops[0]
         if find_all(loop, cst.AssignTarget, _sets_spec_of_layer):
-            return Finding(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
-        if normalised(loop.target) != _LOOP_TARGET:
-            return Finding(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
-        if not _imports_at_top_level(module, "UniformTypeKVCacheSpecs"):
-            return Finding(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
-        return Finding(Status.PENDING, "shared layers get no kv_cache_specs entry")
+            return Inspection(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
+        if not same_code(loop.target, _LOOP_TARGET):
+            return Inspection(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
+        if "UniformTypeKVCacheSpecs" not in module_names(module):
+            return Inspection(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
+        return Inspection(Status.PENDING, "shared layers get no kv_cache_specs entry")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
         ((loop, anchor),) = _anchor_loops(function)
-        addition = cst.parse_statement(_GIVE_SHARED_LAYER_ITS_SPEC)
-        addition = addition.with_changes(
-            leading_lines=[cst.EmptyLine(indent=False), self.marker_comment("shared layers read their target's spec")]
-        )
-        body = list(loop.body.body)
-        body.insert(body.index(anchor) + 1, addition)
-        return function.deep_replace(loop, loop.with_changes(body=loop.body.with_changes(body=body)))
+        addition = self.marked(_GIVE_SHARED_LAYER_ITS_SPEC, "shared layers read their target's spec")
+        return function.deep_replace(loop, insert_beside(loop, anchor, addition, after=True))
 
     @staticmethod
     def probe(module: ModuleType) -> None:
@@ -114,7 +100,9 @@ class KvSharingUniformSpecs(Hotfix):
     fixtures = (
         Fixture(
             name="as released (0.19.0 to 0.33.0)",
+            vllm="0.33.0",
             status=Status.PENDING,
+            detail="shared layers get no kv_cache_specs entry",
             before="""\
 from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
 
@@ -158,7 +146,9 @@ def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_gr
         ),
         Fixture(
             name="upstream sets the shared layer's spec itself",
+            vllm="0.33.0",
             status=Status.FIXED_UPSTREAM,
+            detail="the loop sets kv_cache_specs[layer_name]",
             before="""\
 from vllm.v1.kv_cache_interface import UniformTypeKVCacheSpecs
 
@@ -175,7 +165,9 @@ def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_gr
         ),
         Fixture(
             name="layers appended somewhere else",
+            vllm="0.33.0",
             status=Status.DRIFTED,
+            detail="expected `tgt_kv_cache_group.layer_names.append(layer_name)` once in a for loop, found 0",
             before="""\
 from vllm.v1.kv_cache_interface import UniformTypeKVCacheSpecs
 
@@ -187,7 +179,9 @@ def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_gr
         ),
         Fixture(
             name="UniformTypeKVCacheSpecs not imported",
+            vllm="0.33.0",
             status=Status.DRIFTED,
+            detail="UniformTypeKVCacheSpecs is no longer imported at module level",
             before="""\
 def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups):
     layer_to_kv_cache_group = {n: g for g in kv_cache_groups for n in g.layer_names}

@@ -13,7 +13,8 @@ from types import ModuleType
 
 import libcst as cst
 
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, find_all, normalised
+from specdraft.patching.anchors import find_all, same_code
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
 _INTERFACE = "vllm.v1.kv_cache_interface"
 _CAUGHT_BY_THE_FIX = {"AssertionError", "ValueError"}
@@ -57,7 +58,7 @@ def _tries_around_merge(function: cst.FunctionDef) -> list[cst.Try]:
 
 
 def _answers_false(handler: cst.ExceptHandler) -> bool:
-    return normalised(cst.Module(body=handler.body.body).code) == normalised("return False")
+    return same_code(list(handler.body.body), "return False")
 
 
 # What merge raises, for the fixtures (in vLLM 0.19.0-0.33.0: assertions and ValueError).
@@ -89,30 +90,34 @@ class KvUniformCatchesValueError(Hotfix):
         "and the function catches only AssertionError; not fixed upstream as of 0.33.0 (open vllm PR 55187 "
         "would change what merge raises: status then reports drifted)"
     )
+    needed_for = (Trait.HYBRID_KV_CACHE_MANAGER_OFF,)
+    failure = ("engine start-up raises ValueError on window size ('All attention layers in the same KV cache "
+               "group must have the same window size.') in is_kv_cache_spec_uniform")
     versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
     function = "is_kv_cache_spec_uniform"
     modules = ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")  # moved in 0.33.0
     context = ("vllm.v1.kv_cache_interface",)  # where merge lives: what it raises decides what must be caught
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Inspection:
         if context[_INTERFACE] is None:
-            return Finding(Status.DRIFTED, f"{_INTERFACE} is missing: cannot tell what merge raises")
+            return Inspection(Status.DRIFTED, f"{_INTERFACE} is missing: cannot tell what merge raises")
         raised = _raised_by_merge(context[_INTERFACE])
         if not raised:
-            return Finding(Status.DRIFTED, f"no merge methods that raise found in {_INTERFACE}")
+            return Inspection(Status.DRIFTED, f"no merge methods that raise found in {_INTERFACE}")
         guarded = _tries_around_merge(function)
         if len(guarded) != 1:
-            return Finding(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
+            return Inspection(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
         handlers = [h for h in guarded[0].handlers if _answers_false(h)]
         caught = set().union(*map(_caught, handlers))
         if caught & _CATCH_ALL or raised <= caught:
-            return Finding(Status.APPLIED, f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
+            return Inspection(Status.APPLIED,
+                              f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
         if raised - _CAUGHT_BY_THE_FIX:
-            return Finding(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
+            return Inspection(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
                                            "(as vllm PR 55187 proposes), which this fix would not catch: review it")
         if len(guarded[0].handlers) != 1 or caught != {"AssertionError"}:
-            return Finding(Status.DRIFTED, "expected the only handler to be `except AssertionError: return False`")
-        return Finding(Status.PENDING, "`except AssertionError:` lets ValueError escape")
+            return Inspection(Status.DRIFTED, "expected the only handler to be `except AssertionError: return False`")
+        return Inspection(Status.PENDING, "`except AssertionError:` lets ValueError escape")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
         (guarded,) = _tries_around_merge(function)
@@ -143,7 +148,9 @@ class KvUniformCatchesValueError(Hotfix):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="as released (0.19.0 to 0.33.0)",
+            vllm="0.33.0",
             status=Status.PENDING,
+            detail="`except AssertionError:` lets ValueError escape",
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     if not kv_cache_spec:
@@ -171,7 +178,9 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="upstream catches ValueError itself",
+            vllm="0.33.0",
             status=Status.FIXED_UPSTREAM,
+            detail="every exception merge raises (AssertionError, ValueError) answers False",
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     try:
@@ -185,7 +194,9 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="upstream catches every Exception",
+            vllm="0.33.0",
             status=Status.FIXED_UPSTREAM,
+            detail="every exception merge raises (AssertionError, ValueError) answers False",
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     try:
@@ -199,7 +210,9 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="handler changed to catch RuntimeError instead",
+            vllm="0.33.0",
             status=Status.DRIFTED,
+            detail="expected the only handler to be `except AssertionError: return False`",
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     try:
@@ -213,7 +226,9 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
             name="no merge inside a try any more",
+            vllm="0.33.0",
             status=Status.DRIFTED,
+            detail="expected one `try:` around `.merge(...)`, found 0",
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     return len({type(spec) for spec in kv_cache_spec.values()}) <= 1
@@ -222,7 +237,10 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_RUNTIME_ERROR},
             name="as released, but merge raises RuntimeError (vllm PR 55187)",
+            vllm="0.33.0",
             status=Status.DRIFTED,
+            detail=("merge now raises RuntimeError (as vllm PR 55187 proposes), which this fix would not catch: "
+                    "review it"),
             before="""\
 def is_kv_cache_spec_uniform(kv_cache_spec):
     try:

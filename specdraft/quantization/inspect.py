@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
+from specdraft.families import rules_for
 from specdraft.safetensors_index import TensorEntry, dtype_counts, read_tensor_index
 
 QuantizationFormat = Literal["modelopt", "compressed-tensors", "other"]
@@ -147,9 +148,9 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
     missing or unreadable, or when a quantization block names a method this reader does not know.
     """
     checkpoint_dir = Path(checkpoint_dir)
-    config = _read_json(checkpoint_dir / "config.json", required=True)
+    config = read_json_object(checkpoint_dir / "config.json", required=True)
     legacy_path = checkpoint_dir / "hf_quant_config.json"
-    legacy = _read_json(legacy_path, required=False)
+    legacy = read_json_object(legacy_path, required=False)
 
     block = config.get("quantization_config") or config.get("compression_config")
     if block is None and isinstance(config.get("text_config"), dict):
@@ -173,7 +174,7 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
         "tensor_dtypes": dtype_counts(index),
         "quantized_modules": quantized_modules(index),
         "multimodal_parts": tuple(part for part in ("vision", "audio") if config.get(f"{part}_config")),
-        "kv_shared_layers": kv_shared_layers(config.get("text_config") or config),
+        "kv_shared_layers": rules_for(config).kv_shared_layers(config),
         "raw": block,
         "legacy_file": legacy,
     }
@@ -204,13 +205,6 @@ def quantized_modules(index: dict[str, TensorEntry]) -> tuple[str, ...]:
         if leaf == "weight_packed" or (leaf == "weight" and entry.dtype in _QUANTIZED_DTYPES):
             modules.add(module)
     return tuple(sorted(modules))
-
-
-def kv_shared_layers(text_config: dict[str, Any]) -> tuple[int, ...]:
-    """Indices of the layers that reuse an earlier layer's KV cache (the last ``num_kv_shared_layers``)."""
-    layers = int(text_config.get("num_hidden_layers") or 0)
-    shared = int(text_config.get("num_kv_shared_layers") or 0)
-    return tuple(range(layers - shared, layers)) if shared and layers else ()
 
 
 def _is_modelopt_file(block: dict[str, Any]) -> bool:
@@ -363,17 +357,21 @@ def _producer(value: Any) -> Producer | None:
     return None
 
 
-def _read_json(path: Path, *, required: bool) -> dict[str, Any] | None:
+def read_json_object(path: Path, *, required: bool = True) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when absent and not ``required``; ``UserError`` for anything else."""
     if not path.is_file():
         if not required:
             return None
         if not path.parent.is_dir():
             raise UserError(f"{path.parent} is not a directory", hint="pass the checkpoint directory (the one holding config.json)")
-        raise UserError(f"{path.parent} has no config.json", hint="pass a Hugging Face checkpoint directory")
+        raise UserError(f"{path.parent} has no {path.name}", hint="pass a Hugging Face checkpoint directory")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({err.strerror})", hint="check the file's permissions") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path}: not valid JSON ({err})") from None
+        raise UserError(f"{path}: not valid JSON ({err})", hint=f"check {path.name}, or download the checkpoint again") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object")
+        raise UserError(f"{path}: a JSON {type(data).__name__}, expected an object",
+                        hint=f"check {path.name}, or download the checkpoint again")
     return data

