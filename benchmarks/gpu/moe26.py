@@ -1,7 +1,7 @@
 """The 26B-A4B-shaped MoE target beside the E2B draft and its MTP assistant: measured speedup per K, tune's
 prediction for every row, the break-even, and the host-cost entries read from the two K = 3 profiles.
 
-usage: moe26.py RESULTS.jsonl --out OUTDIR [--tune "python -m specdraft tune"] [--png] [--entries]
+usage: moe26.py RESULTS.jsonl --out OUTDIR [--also RESULTS2.jsonl] [--png] [--entries]
 
 RESULTS.jsonl is one lease of the GPU machine (``docs/gpu/raw/moe26_*/results.jsonl``, jobs ``m0``, ``md1..8``,
 ``mm1..8`` of ``jobs.txt``). A row's speedup divides by the target alone (``m0``) of the same lease.
@@ -22,8 +22,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze import latest, load  # noqa: E402  (beside this script)
-from levers import break_even, costs_of, tune  # noqa: E402
+from analyze import latest, linear_fit, load, tune_report  # noqa: E402  (beside this script)
+from levers import break_even, costs_of  # noqa: E402
 
 COSTS = {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant"}
 PROFILED = {"draft_model": "md3", "mtp": "mm3"}
@@ -51,11 +51,9 @@ def host_entry(row: dict, target_step_ms: float) -> dict:
 def fitted_line(spec: list[dict], method: str) -> tuple[float, float]:
     """Least squares ``step_ms = per_step + K * per_draft_token`` over the measured rows of one path (a host-bound
     step is the host line, so its measured step times give the line without the profiler's own overhead)."""
-    pts = [(r["k"], r["step_ms"]) for r in spec if r["method"] == method]
-    n = len(pts)
-    mk, ms = sum(k for k, _ in pts) / n, sum(s for _, s in pts) / n
-    slope = sum((k - mk) * (s - ms) for k, s in pts) / sum((k - mk) ** 2 for k, _ in pts)
-    return round(ms - slope * mk, 3), round(slope, 3)
+    rows = [r for r in spec if r["method"] == method]
+    per_step, per_token = linear_fit([r["k"] for r in rows], [r["step_ms"] for r in rows])
+    return round(per_step, 3), round(per_token, 3)
 
 
 def rows_of(rows: list[dict]) -> tuple[dict, list[dict]]:
@@ -65,7 +63,7 @@ def rows_of(rows: list[dict]) -> tuple[dict, list[dict]]:
     return target, spec
 
 
-def predict(command: str, target: dict, spec: list[dict]) -> list[dict]:
+def predict(target: dict, spec: list[dict]) -> list[dict]:
     """Every measured row beside tune's prediction for it."""
     t_ms, out = target["step_ms"], []
     for r in sorted(spec, key=lambda r: (r["method"], -r["alpha"], r["k"])):
@@ -73,7 +71,8 @@ def predict(command: str, target: dict, spec: list[dict]) -> list[dict]:
         c, o_ms = costs_of(name, t_ms)
         widest = max((x for x in spec if x["method"] == r["method"] and x["alpha"] == r["alpha"]),
                      key=lambda x: x["k"])
-        table = tune(command, widest["per_position_acceptance"], widest["k"], c, o_ms, t_ms, name)
+        table = tune_report(widest["per_position_acceptance"], c, max_k=widest["k"], overhead_ms=round(o_ms, 3),
+                            target_step_ms=round(t_ms, 3), host_costs=name)
         row = table["table"][r["k"] - 1]
         speedup = r["decode_tok_s"] / target["decode_tok_s"]
         per_rep = r.get("decode_tok_s_per_rep") or [r["decode_tok_s"]]
@@ -90,7 +89,7 @@ def predict(command: str, target: dict, spec: list[dict]) -> list[dict]:
     return out
 
 
-def summary(command: str, target: dict, out: list[dict]) -> dict:
+def summary(target: dict, out: list[dict]) -> dict:
     """Best measured K, tune's K, and the break-even per method and alpha."""
     t_ms, result = target["step_ms"], {}
     for method, name in COSTS.items():
@@ -104,7 +103,7 @@ def summary(command: str, target: dict, out: list[dict]) -> dict:
                 "measured_at_tune_k": next((o["speedup"] for o in rows if o["k"] == rows[0]["tune_recommended_k"]), None),
                 "ks_measured_below_1": [o["k"] for o in rows if o["speedup"] < 1.0]}
         for k in (1, 3, 8):  # 1.0: no acceptance below 1 breaks even
-            result[f"{method}, break-even alpha at K={k}"] = break_even(command, k, c, o_ms, t_ms, name)
+            result[f"{method}, break-even alpha at K={k}"] = break_even(k, c, o_ms, t_ms, name)
     return result
 
 
@@ -150,7 +149,6 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results")
     p.add_argument("--out", required=True)
-    p.add_argument("--tune", default=f"{sys.executable} -m specdraft tune")
     p.add_argument("--png", action="store_true")
     p.add_argument("--also", nargs="*", default=[], help="results of another machine (rows RESULTS lacks)")
     p.add_argument("--entries", action="store_true", help="print the host-cost entries from the profiles and stop")
@@ -165,8 +163,8 @@ def main(argv: list[str]) -> int:
         return 0
     for path in args.also:  # rows measured on another machine, divided by this lease's target alone
         spec += [dict(r, other_machine=True) for r in rows_of(load(path))[1]]
-    out = predict(args.tune, target, spec)
-    summ = summary(args.tune, target, out)
+    out = predict(target, spec)
+    summ = summary(target, out)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "moe26.json"), "w") as f:
         json.dump({"target_alone": {k: target[k] for k in ("decode_tok_s", "step_ms", "gpu", "vllm")},
