@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import latest, linear_fit, load, tune_report  # noqa: E402  (beside this script)
-from levers import break_even, costs_of  # noqa: E402
+from levers import break_even, costs_of, speedup_axes  # noqa: E402
 
 COSTS = {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant"}
 PROFILED = {"draft_model": "md3", "mtp": "mm3"}
@@ -135,12 +135,8 @@ def plot(out: list[dict], target: dict, path: str) -> None:
                     label=f"tune with host line, alpha {alpha}")
             ax.plot([o["k"] for o in rows], [o["speedup"] for o in rows], "o", color=colour,
                     label=f"measured, alpha {alpha}")
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_xlabel("num_speculative_tokens K")
-        ax.set_ylabel("decode speedup over the target alone")
         who = "E2B-shaped draft, draft_model + async scheduling" if method == "draft_model" else "26B MTP assistant, mtp"
-        ax.set_title(f"26B-A4B-shaped target + {who}\n{target['gpu']}, vLLM {target['vllm']}", fontsize=9)
-        ax.legend(fontsize=7)
+        speedup_axes(ax, f"26B-A4B-shaped target + {who}\n{target['gpu']}, vLLM {target['vllm']}")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
 
