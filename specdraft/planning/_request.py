@@ -130,8 +130,10 @@ class LaunchRequest(BaseModel):
             raise ValueError(f"draft: method {self.method} uses no draft checkpoint; drop --draft")
         if self.method in METHODS_WITH_DRAFT_MODEL and self.draft is None:
             raise ValueError(f"draft: method {self.method} needs a draft checkpoint (--draft)")
-        if self.acceptance_from is not None and "=" not in self.acceptance_from:
-            raise ValueError(f"acceptance_from: give METHOD=RESULT.json, got {self.acceptance_from!r}")
+        method, separator, _ = (self.acceptance_from or "").partition("=")
+        if self.acceptance_from is not None and (not separator or method not in METHODS):
+            raise ValueError(f"acceptance_from: give METHOD=RESULT.json with METHOD one of {', '.join(METHODS)}, "
+                             f"got {self.acceptance_from!r}")
         return self
 
     @property

@@ -281,3 +281,22 @@ def test_a_dflash_drafter_in_its_own_format_is_dflash_and_judged_by_its_shape(tm
         [("dflash", True)]
     fits = rank_methods(inspect_checkpoint(TARGET_31B), [draft], version="0.33.0", profile="h100")
     assert "dflash" in {row.method for row in fits.ranked}
+
+
+@pytest.mark.parametrize("given", ["mtp", "medusa=result.json", "=result.json"])
+def test_acceptance_from_names_a_planned_method_and_a_file(given):
+    import pydantic
+
+    from specdraft.planning import LaunchRequest
+
+    with pytest.raises(pydantic.ValidationError, match="METHOD=RESULT.json"):
+        LaunchRequest(target=TARGET_31B, acceptance_from=given)
+
+
+def test_acceptance_from_a_missing_file_is_one_line_exit_2(capsys, tmp_path):
+    from specdraft.cli import main
+
+    status = main(["launch", "--target", TARGET_31B, "--acceptance-from", f"mtp={tmp_path / 'none.json'}",
+                   "--dry-run"])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err and "none.json" in err
