@@ -300,3 +300,13 @@ def test_acceptance_from_a_missing_file_is_one_line_exit_2(capsys, tmp_path):
                    "--dry-run"])
     err = capsys.readouterr().err
     assert status == 2 and "Traceback" not in err and "none.json" in err
+
+
+def test_a_speculators_dflash_layer_numbered_from_one_may_name_the_last_layer():
+    """vLLM subtracts one from speculators DFlash's aux_hidden_state_layer_ids: 60 is the 31B's last layer."""
+    config = speculator_config(kind="dflash", aux=())
+    config["aux_hidden_state_layer_ids"] = [2, 31, 60]
+    target = inspect_checkpoint(TARGET_31B)
+    assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "ok"
+    config["aux_hidden_state_layer_ids"] = [2, 31, 61]
+    assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "error"
