@@ -216,11 +216,10 @@ def _closed_loop(send: Callable[[int], RequestTiming], concurrency: int, *, requ
                 with lock:
                     failed.append(err)
                 return
-            with lock:
+            with lock:  # reported under the lock, so that the counts arrive in order
                 finished.append((index, timing))
-                done = len(finished)
-            if on_done:
-                on_done(done, time.perf_counter() - start)
+                if on_done:
+                    on_done(len(finished), time.perf_counter() - start)
 
     threads = [threading.Thread(target=slot, daemon=True) for _ in range(concurrency)]
     for thread in threads:
