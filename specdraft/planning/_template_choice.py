@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specdraft.cache import cache_root
 from specdraft.errors import UserError
 from specdraft.findings import Finding
 
@@ -32,7 +33,7 @@ class TemplateChoice:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("SPECDRAFT_CACHE") or Path.home() / ".cache" / "specdraft") / "template-checks"
+    return cache_root() / "template-checks"
 
 
 def _checker_fingerprint(templates_package: Path) -> str:
