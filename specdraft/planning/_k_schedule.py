@@ -166,9 +166,9 @@ def single_k(levels: list[LevelChoice], max_k: int) -> tuple[int, list[tuple[int
     return k, lost
 
 
-def schedule_unavailable(version: str | None, method: str, extra_args: list[str]) -> str | None:
-    """Why this launch cannot pass a schedule (None: it can)."""
-    rule: KPerBatchSizeRule | None = k_per_batch_size_table().rule_for(version)
+def schedule_unavailable(rule: KPerBatchSizeRule | None, version: str | None, method: str,
+                         extra_args: list[str]) -> str | None:
+    """Why this launch cannot pass a schedule on ``version`` (whose table rule is ``rule``); None: it can."""
     if rule is None:
         where = f"vLLM {version} is not in" if version else "the vLLM version is unknown to"
         return f"{where} specdraft's K-per-batch-size table (0.19.0-0.33.0)"
@@ -215,10 +215,12 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
     if len(ranges) == 1:
         return KScheduleDecision(outcome="same-k", k=ranges[0][2], **common,
                                  reason=f"K = {ranges[0][2]} is the best K at every batch size in {measured}")
-    why_not = schedule_unavailable(version, method, extra_args)
+    rule = k_per_batch_size_table().rule_for(version)
+    why_not = schedule_unavailable(rule, version, method, extra_args)
     if why_not is None:
         return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), levels=levels, schedule=ranges,
-                                 reason=f"K per batch size from {measured}: {_describe(ranges, levels, max_num_seqs)}")
+                                 reason=f"K per batch size from {measured}: {_describe(ranges, levels, max_num_seqs)}"
+                                        f"; with a schedule, {rule.full_cudagraphs}")
     k, lost = single_k(levels, max_k)
     gave_up = ", ".join(f"{share:.0%} at batch size {size}" for size, share in lost if share >= 0.005) or "nothing"
     return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(
