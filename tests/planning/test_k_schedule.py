@@ -193,3 +193,22 @@ def test_the_schedule_says_what_it_does_to_cuda_graphs(tmp_path, release):
     assert plan.k_schedule.reason.endswith("; with a schedule, the V1 model runner turns full CUDA graphs into "
                                            "PIECEWISE; Model Runner V2 keeps them")
     assert plan.serve.flag("--speculative-config").reason.endswith(plan.k_schedule.reason)
+
+
+def test_the_readme_command_runs_on_a_load_test(tmp_path, monkeypatch, capsys):
+    import shlex
+    from pathlib import Path
+
+    from specdraft.cli import main
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().replace("\\\n", " ")
+    (line,) = [line for line in readme.splitlines() if line.startswith("python -m specdraft launch")
+               and "--from-bench" in line]
+    argv = shlex.split(line)[3:]
+    monkeypatch.chdir(tmp_path)
+    load_test(tmp_path, name=argv[argv.index("--from-bench") + 1])
+    monkeypatch.setenv("PATH", "/nonexistent")  # no vLLM here: the release is unknown, so one K
+    assert main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["k_schedule"]["outcome"] == "single-k"
+    assert plan["k_schedule"]["reason"].startswith("the vLLM version is unknown to specdraft's K-per-batch-size table")
