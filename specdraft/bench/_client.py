@@ -296,8 +296,8 @@ def run_level(
                            on_done=report(requests, duration_s, False))
     wall = time.perf_counter() - start
     after = scrape_spec_decode(client, base_url, model)
-    return _level_result(concurrency, timings, wall, after - before if after is not None and before is not None else None,
-                         warmup=warmup, duration_s=duration_s)
+    spec = after - before if after is not None and before is not None else None
+    return _level_result(concurrency, timings, wall, spec, warmup=warmup, duration_s=duration_s)
 
 
 def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: float, spec: SpecDecodeCounters | None,

@@ -144,21 +144,23 @@ class WherePays:
 
     @classmethod
     def of(cls, measure: str, ratios: Sequence[tuple[int, float | None]]) -> "WherePays":
-        known = tuple((level, ratio) for level, ratio in sorted(ratios) if ratio is not None and math.isfinite(ratio))
-        return cls(measure, tuple(level for level, r in known if r >= 1.0), tuple(level for level, r in known if r < 1.0),
-                   known)
+        known = tuple((level, ratio) for level, ratio in sorted(ratios)
+                      if ratio is not None and math.isfinite(ratio))
+        return cls(measure, tuple(level for level, r in known if r >= 1.0),
+                   tuple(level for level, r in known if r < 1.0), known)
 
     def sentence(self) -> str:
         """One line for people: where speculation pays and where it stops."""
         shown = {level: f"{ratio:.2f}x" for level, ratio in self.ratios}
+        name = self.measure.replace("_", "-")
         if not self.ratios:
-            return f"{self.measure.replace('_', '-')}: no level to compare"
+            return f"{name}: no level to compare"
         if not self.loses_at:
-            return f"{self.measure.replace('_', '-')}: speculation pays at every measured level ({_levels(shown, self.pays_at)})"
+            return f"{name}: speculation pays at every measured level ({_levels(shown, self.pays_at)})"
         if not self.pays_at:
-            return f"{self.measure.replace('_', '-')}: speculation loses at every measured level ({_levels(shown, self.loses_at)})"
-        return (f"{self.measure.replace('_', '-')}: speculation pays at {_levels(shown, self.pays_at)} and stops paying at "
-                f"concurrency {self.stops_paying_at} (loses at {_levels(shown, self.loses_at)})")
+            return f"{name}: speculation loses at every measured level ({_levels(shown, self.loses_at)})"
+        return (f"{name}: speculation pays at {_levels(shown, self.pays_at)} and stops paying at concurrency "
+                f"{self.stops_paying_at} (loses at {_levels(shown, self.loses_at)})")
 
     def to_json(self) -> dict:
         return {"pays_at": list(self.pays_at), "loses_at": list(self.loses_at),

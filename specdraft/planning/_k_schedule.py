@@ -229,7 +229,8 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
 
 
 def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:
-    text = ", ".join(f"K = {k} at {first}-{last}" if first != last else f"K = {k} at {first}" for first, last, k in ranges)
+    text = ", ".join(f"K = {k} at {first}-{last}" if first != last else f"K = {k} at {first}"
+                     for first, last, k in ranges)
     if any(k == 0 for _, _, k in ranges):
         text += (f" (K = 0: no K beats the target alone there; {k_per_batch_size_table().k_zero})")
     last = levels[-1].batch_size

@@ -1,9 +1,9 @@
 """Shipped facts per vLLM release: the JSON tables in ``data/``, loaded into typed models.
 
 A table's ``rules`` are keyed by a PEP 440 range of releases, read from the published wheels (each
-table's ``about`` says from which files); ``_multimodal`` and ``_async_scheduling`` look their release
-up here, ``_k_schedule`` whether a release takes a K per batch size. The documentary fields of a rule (where it was read, the message seen) stay in the JSON;
-the models hold what the plan decides by.
+table's ``about`` says from which files); ``_multimodal``, ``_async_scheduling`` and ``_k_schedule`` look
+their release up here. The documentary fields of a rule (where it was read, the message seen) stay in the
+JSON; the models hold what the plan decides by.
 """
 
 from __future__ import annotations

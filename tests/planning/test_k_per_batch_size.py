@@ -55,8 +55,8 @@ def _raised_messages(function: ast.FunctionDef) -> set[str]:
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             arg = node.exc.args[0]
             if isinstance(arg, ast.JoinedStr):
-                messages.add("".join(part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
-                                     for part in arg.values))
+                messages.add("".join(part.value if isinstance(part, ast.Constant)
+                                     else "{" + ast.unparse(part.value) + "}" for part in arg.values))
             else:
                 messages.add(ast.literal_eval(arg))
     return messages
@@ -83,8 +83,10 @@ def test_the_field_exists_exactly_where_the_table_says(release, version):
         assert 'ConfigDict(extra="forbid")' in (tree / "vllm" / "config" / "utils.py").read_text()
         return
     assert fields[FIELD] == TABLE["format"]["annotation"]
-    scheduler = (tree / "vllm" / "v1" / "core" / "sched" / "scheduler.py").read_text()
-    assert "self.dynamic_sd_lookup[\n                len(num_scheduled_tokens)\n            ]" in scheduler
+    scheduler = _module(tree / "vllm" / "v1" / "core" / "sched" / "scheduler.py")
+    lookups = {ast.unparse(node) for node in ast.walk(scheduler) if isinstance(node, ast.Subscript)
+               and ast.unparse(node.value) == "self.dynamic_sd_lookup"}
+    assert lookups == {"self.dynamic_sd_lookup[len(num_scheduled_tokens)]"}  # K by the step's number of requests
 
 
 @pytest.mark.parametrize("version", [v for v in CHECKED if _rule(v)["supported"]])

@@ -30,7 +30,7 @@ def level(concurrency: int, decode: float, acceptance: tuple[float, ...] | None)
         drafts = 1000.0
         accepted = tuple(round(a * drafts) for a in acceptance)
         spec = SpecDecodeCounters(drafts, drafts * len(acceptance), sum(accepted), accepted)
-    e2e = Summary(MAX_TOKENS / decode, MAX_TOKENS / decode, MAX_TOKENS / decode, MAX_TOKENS / decode, MAX_TOKENS / decode)
+    e2e = Summary(*[MAX_TOKENS / decode] * 5)
     requests = 4 * concurrency
     return LevelResult(concurrency, requests, requests * MAX_TOKENS, 10.0, decode * concurrency, decode, None, e2e,
                        e2e, spec, warmup_requests=concurrency, duration_s=10.0, mean_in_flight=concurrency * 0.99)
