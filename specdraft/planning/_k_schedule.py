@@ -116,7 +116,7 @@ def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
     if not rates:
         raise UserError(f"{where} has no acceptance counters (no drafts were counted for that level)",
                         hint=f"bench again with this specdraft, which reads /metrics around every level: {again}")
-    if base is None or not level.decode_tok_s or not base.decode_tok_s:
+    if base is None or not (level.decode_tok_s or 0) > 0 or not (base.decode_tok_s or 0) > 0:
         raise UserError(f"{where} has no decode speed for both runs, so no speedup",
                         hint=f"bench both servers at the same levels: {again}")
     speedup = level.decode_tok_s / base.decode_tok_s
