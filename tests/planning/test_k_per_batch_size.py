@@ -10,23 +10,14 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from tests.planning.conftest import RELEASES, assert_every_release_read_once, dynamic_sd_utils, raised_messages
+
 TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "k_per_batch_size.json").read_text())
 FIELD = TABLE["field"]
-# Every GPU vLLM release on PyPI from 0.19.0 to 0.33.0.
-RELEASES = ["0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0",
-            "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
-            "0.33.0"]
 # The releases on either side of each change, wheels the rest of the suite downloads anyway;
 # SPECDRAFT_ALL_RELEASES=1 reads all 21.
 CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "0.23.0", "0.24.0", "0.25.0",
                                                                       "0.26.0", "0.33.0"]
-
-
-@pytest.fixture(scope="module")
-def release():
-    from specdraft.testbed.release_trees import release_tree
-
-    return lambda version: release_tree(version, progress=lambda line: None)
 
 
 def _rule(version: str) -> dict:
@@ -41,33 +32,8 @@ def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
     return next((node for node in ast.walk(module) if isinstance(node, ast.FunctionDef) and node.name == name), None)
 
 
-def _dynamic_utils(tree) -> dict:
-    """vllm/v1/spec_decode/dynamic/utils.py run on its own: it imports nothing, so no vLLM package is imported."""
-    namespace: dict = {}
-    path = tree / "vllm" / "v1" / "spec_decode" / "dynamic" / "utils.py"
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    return namespace
-
-
-def _raised_messages(function: ast.FunctionDef) -> set[str]:
-    messages = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            arg = node.exc.args[0]
-            if isinstance(arg, ast.JoinedStr):
-                messages.add("".join(part.value if isinstance(part, ast.Constant)
-                                     else "{" + ast.unparse(part.value) + "}" for part in arg.values))
-            else:
-                messages.add(ast.literal_eval(arg))
-    return messages
-
-
 def test_table_covers_every_release_from_0_19_to_0_33_once():
-    read = [version for rule in TABLE["rules"] for version in rule["read"]]
-    assert sorted(read, key=Version) == RELEASES
-    for rule in TABLE["rules"]:
-        assert all(Version(v) in SpecifierSet(rule["versions"]) for v in rule["read"]), rule["versions"]
-    assert all(_rule(v)["read"].count(v) == 1 for v in RELEASES)
+    assert_every_release_read_once(TABLE["rules"])
 
 
 @pytest.mark.parametrize("version", CHECKED)
@@ -92,10 +58,10 @@ def test_the_field_exists_exactly_where_the_table_says(release, version):
 @pytest.mark.parametrize("version", [v for v in CHECKED if _rule(v)["supported"]])
 def test_the_format_is_what_the_releases_own_validator_accepts(release, version):
     tree = release(version)
-    utils = _dynamic_utils(tree)
+    utils = dynamic_sd_utils(tree)
     validate, expand = utils["validate_and_normalize_dynamic_sd_schedule"], utils["build_dynamic_sd_schedule_lookup"]
     source = _module(tree / "vllm" / "v1" / "spec_decode" / "dynamic" / "utils.py")
-    assert _raised_messages(_function(source, "validate_and_normalize_dynamic_sd_schedule")) == set(
+    assert raised_messages(ast.unparse(_function(source, "validate_and_normalize_dynamic_sd_schedule"))) == set(
         TABLE["format"]["validator_messages"])
     assert validate([[1, 4, 8], [5, 16, 0]]) == [(1, 4, 8), (5, 16, 0)]  # lists, as JSON gives them; K = 0 allowed
     for refused in ([[1, 4, -1]], [[2, 4, 3]], [[1, 4, 3], [4, 8, 2]], [[1, 4]], []):

@@ -11,16 +11,10 @@ from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.planning._k_schedule import decide_k_schedule, read_load_test
 from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.errors import UserError
+from tests.planning.conftest import dynamic_sd_utils
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
 MAX_TOKENS = 256
-
-
-@pytest.fixture(scope="module")
-def release():
-    from specdraft.testbed.release_trees import release_tree
-
-    return lambda version: release_tree(version, progress=lambda line: None)
 
 
 def level(concurrency: int, decode: float, acceptance: tuple[float, ...] | None) -> LevelResult:
@@ -56,10 +50,7 @@ def load_test(tmp_path, *, speedups=SPEEDUP, baseline=True, speculative=True, na
 
 def vllm_lookup(tree, schedule, max_num_seqs, k):
     """The release's own expansion of a schedule into K per batch size (its validator runs first)."""
-    namespace: dict = {}
-    path = tree / "vllm" / "v1" / "spec_decode" / "dynamic" / "utils.py"
-    exec(compile(path.read_text(), str(path), "exec"), namespace)  # a module that imports nothing
-    return namespace["build_dynamic_sd_schedule_lookup"](schedule, max_num_seqs, k)
+    return dynamic_sd_utils(tree)["build_dynamic_sd_schedule_lookup"](schedule, max_num_seqs, k)
 
 
 def test_a_hand_worked_level_reproduces_its_measured_speedup_and_picks_its_k(tmp_path):
