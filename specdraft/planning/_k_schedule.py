@@ -90,7 +90,7 @@ class KScheduleDecision(BaseModel):
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
     """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
-    from specdraft.bench._results import load_result
+    from specdraft.bench._results import load_result  # here: specdraft.bench loads its HTTP client
 
     result = load_result(path)
     again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
@@ -131,7 +131,7 @@ def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
 
 def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
     """The best K at one measured batch size by tune's model with this level's c."""
-    from specdraft.bench._tuner import recommend
+    from specdraft.bench._tuner import recommend  # here: specdraft.bench loads its HTTP client
 
     k = level.server_k
     cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
@@ -140,19 +140,6 @@ def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
     return LevelChoice(batch_size=level.batch_size, measured_k=k, measured_speedup=level.speedup,
                        cost_ratio=cost_ratio, best_k=rec.recommended_k,
                        predicted=tuple(row.predicted_speedup for row in rec.table))
-
-
-def _ranges(levels: list[LevelChoice], max_num_seqs: int) -> list[tuple[int, int, int]]:
-    """Each measured batch size's K from it up to the next measured one; the first from 1, the last to the end."""
-    ranges: list[tuple[int, int, int]] = []
-    for i, level in enumerate(levels):
-        first = 1 if i == 0 else level.batch_size
-        last = levels[i + 1].batch_size - 1 if i + 1 < len(levels) else max_num_seqs
-        if ranges and ranges[-1][2] == level.best_k:
-            ranges[-1] = (ranges[-1][0], last, level.best_k)
-        else:
-            ranges.append((first, last, level.best_k))
-    return ranges
 
 
 def single_k(levels: list[LevelChoice], max_k: int) -> tuple[int, list[tuple[int, float]]]:
@@ -202,9 +189,11 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: the measured step costs are for one sequence, "
                    f"so tune's model gives no other K per batch size; to plan one, bench the server at --concurrency "
                    f"1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the result as --from-bench")
+    from specdraft.bench._tuner import schedule_ranges  # here: specdraft.bench loads its HTTP client
+
     max_k = plan_k if k_given else MAX_K
     levels = [choose_level(level, max_k) for level in sorted(load.levels, key=lambda level: level.batch_size)]
-    ranges = _ranges(levels, max_num_seqs)
+    ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
     common = dict(levels=levels, schedule=None)
     measured = f"{load.source} (measured at batch size {', '.join(str(level.batch_size) for level in levels)})"
     if all(level.best_k == 0 for level in levels):
@@ -214,7 +203,8 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
             f"(batch size {best.batch_size}); serving the target without a draft is faster"))
     if len(ranges) == 1:
         return KScheduleDecision(outcome="same-k", k=ranges[0][2], **common,
-                                 reason=f"K = {ranges[0][2]} is the best K at every batch size in {measured}")
+                                 reason=f"K = {ranges[0][2]} is the best K at every batch size in {measured}"
+                                        + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
     why_not = schedule_unavailable(rule, version, method, extra_args)
     if why_not is None:
@@ -233,7 +223,11 @@ def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max
                      for first, last, k in ranges)
     if any(k == 0 for _, _, k in ranges):
         text += (f" (K = 0: no K beats the target alone there; {k_per_batch_size_table().k_zero})")
+    return text + _unmeasured_tail(levels, max_num_seqs)
+
+
+def _unmeasured_tail(levels: list[LevelChoice], max_num_seqs: int) -> str:
     last = levels[-1].batch_size
-    if last < max_num_seqs:
-        text += f"; batch sizes {last + 1}-{max_num_seqs} were not measured and keep the K of {last}"
-    return text
+    if last >= max_num_seqs:
+        return ""
+    return f"; batch sizes {last + 1}-{max_num_seqs} were not measured and keep the K of {last}"
