@@ -41,7 +41,7 @@ def decide(facts: LaunchFacts) -> Decisions:
                            draft_tensor_parallel_size=speculative.config.draft_tensor_parallel_size or 1)
     return Decisions(
         speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
-        template=choose_template(request.chat_template, target.template_variant),
+        template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
         async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
                                                  choice=request.async_scheduling,
                                                  distribution=facts.vllm.distribution,

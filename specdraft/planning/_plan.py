@@ -95,6 +95,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         hotfix_mode=facts.request.hotfixes,
         vllm=facts.vllm, template_path=template.path, template_variant=template.variant,
         template_findings=template.findings, template_note=template.note,
+        checkpoint_template=template.checkpoint_template,
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
         compute_capability=PROFILES[facts.request.profile].compute_capability,
