@@ -1,7 +1,7 @@
-"""The facts a plan is built from: both checkpoints and the vLLM that will serve.
+"""The facts a plan is built from: both checkpoints, the vLLM that will serve, and a load test if given.
 
 This is the planning step that reads files (checkpoint metadata, the vLLM install's source and
-hotfix status); the decisions and checks after it are pure functions of ``LaunchFacts``.
+hotfix status, the ``--from-bench`` result); the decisions and checks after it are pure functions of ``LaunchFacts``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
@@ -32,6 +33,8 @@ class LaunchFacts(BaseModel):
     vllm: VllmFacts
     ranking: MethodRanking | None = None
     """``--method auto``'s ranking of the candidate methods."""
+    load_test: LoadTest | None = None
+    """``--from-bench``: what a load test measured per concurrency level."""
 
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None) -> str | None:
@@ -72,16 +75,17 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     where ``--method auto`` has yet to choose), then rank the methods when asked to."""
     target = inspect_checkpoint(request.target, revision=request.revision)
     draft = _inspect_draft(request)
+    load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
     if not request.ranks_methods:
         traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
                                 or HYBRID_FLAG in request.extra_args,
                                 method=choose_method(request, draft)[0] or "draft_model")
         vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
-        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm)
+        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
                            thinking=request.enable_thinking, measured=measured_acceptance(request),
                            vllm_root=vllm.root)
     if ranking.ranked and ranking.ranked[0].draft is None:
         draft = None
-    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking)
+    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test)

@@ -140,14 +140,7 @@ def plan_quantization(
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
     config = read_json_object(model_dir / "config.json")
-    architectures = config.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
-    if architecture not in GEMMA4_ARCHITECTURES:
-        raise UserError(
-            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, not Gemma 4 "
-            f"({' / '.join(GEMMA4_ARCHITECTURES)})",
-            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
-        )
+    architecture = _gemma4_architecture(model_dir, config)
     if read_quantization(model_dir) is not None:
         raise UserError(
             f"{model_dir} is already quantized",
@@ -160,12 +153,7 @@ def plan_quantization(
     required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
     if available_bytes is None:
         available_bytes = _available_bytes(device)
-    if required > available_bytes:
-        raise RefusedError(
-            f"quantizing {model_dir.name} ({parameters:,} parameters, {bf16_bytes / 1024**3:.1f} GiB in BF16) "
-            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
-            hint="run it on a machine with more memory (or a GPU: --device cuda)",
-        )
+    _check_fits(model_dir, parameters, required, available_bytes, device)
     _checked_text_config(config, model_dir / "config.json")
     kv_shared = GEMMA4.kv_shared_layers(config)
     exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
@@ -179,6 +167,30 @@ def plan_quantization(
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
         required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
     )
+
+
+def _gemma4_architecture(model_dir: Path, config: dict) -> str:
+    """The checkpoint's architecture, refused unless it is one of Gemma 4's."""
+    architectures = config.get("architectures")
+    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
+    if architecture not in GEMMA4_ARCHITECTURES:
+        raise UserError(
+            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, "
+            f"not Gemma 4 ({' / '.join(GEMMA4_ARCHITECTURES)})",
+            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
+        )
+    return architecture
+
+
+def _check_fits(model_dir: Path, parameters: int, required: int, available: int, device: str) -> None:
+    """Refuse before loading anything when quantizing would run out of ``device`` memory."""
+    if required > available:
+        raise RefusedError(
+            f"quantizing {model_dir.name} ({parameters:,} parameters, {2 * parameters / 1024**3:.1f} GiB in BF16) "
+            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available / 1024**3:.1f} GiB "
+            "is available",
+            hint="run it on a machine with more memory (or a GPU: --device cuda)",
+        )
 
 
 def quantize_draft(
