@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
+from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods

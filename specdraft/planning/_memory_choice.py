@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._memory import PROFILES, MemoryPlan, plan_memory
 from specdraft.planning._request import DEFAULT_MAX_MODEL_LEN, LaunchRequest
 

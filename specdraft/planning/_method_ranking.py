@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._method_costs import TARGET_STEP_MS, acceptance_for, step_model
 from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
                                          check_speculators_type)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, PairFacts, check_pair
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
-from specdraft.planning._references import reference_problem
+from specdraft.checkpoints import reference_problem
 from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 

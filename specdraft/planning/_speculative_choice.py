@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._method_ranking import MethodRanking

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
 from specdraft.findings import Finding
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 
 # vLLM's renaming of speculators types to methods (vllm/transformers_utils/configs/speculators/base.py).
 _METHOD_OF_TYPE = {"peagle": "eagle3", "dflash2": "dflash"}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
-from specdraft.planning._checkpoint import Checkpoint, language_model_parameters
+from specdraft.checkpoints import Checkpoint, language_model_parameters
 from specdraft.planning._memory import PROFILES
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 from specdraft.planning._speculators import speculator_of

@@ -3,7 +3,7 @@
 import pytest
 
 from specdraft.bench import predict_speedup
-from specdraft.planning._checkpoint import inspect_checkpoint
+from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
 from specdraft.planning._method_ranking import rank_methods
 from specdraft.planning._methods import check_async_for_method, check_method_options, check_method_package
