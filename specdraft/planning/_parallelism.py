@@ -5,10 +5,8 @@ and how many KV heads each rank keeps, with vLLM's own rules (read from vLLM 0.1
   "Total number of attention heads must be divisible by tensor parallel size"), and the KV heads must
   divide by TP or TP by them (``QKVParallelLinear``: below TP ranks a KV head is *replicated*, not split,
   so every rank keeps ``max(1, kv_heads // tp)`` heads).
-- the draft's TP is 1 or the target's (``SpeculativeConfig._verify_and_get_draft_tp``, unset means the
-  target's), and for ``method: draft_model`` it must be the target's
-  (``vllm/v1/spec_decode/draft_model.py``, ``_raise_if_draft_tp_mismatch``: "Currently,
-  'draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same").
+- the draft's TP is the target's unless asked otherwise (``SpeculativeConfig._verify_and_get_draft_tp``);
+  which other sizes vLLM accepts per method is ``check_draft_tensor_parallel``'s (``_checks``).
 - one engine spans ``tp x pp`` GPUs; ``--data-parallel-size`` copies of it fill the rest.
 
 Pure: config.json dicts and sizes in, a ``ParallelPlan`` with findings out.
@@ -22,10 +20,6 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
 from specdraft.planning._memory import PROFILES
-
-DRAFT_TP_MUST_MATCH = frozenset({"draft_model"})
-"""Methods whose draft runs with the target's TP only (the draft's torch.compile cache is per TP rank)."""
-
 
 class Topology(BaseModel):
     """The machines a plan spreads over: ``nodes`` hosts of ``gpus_per_node`` GPUs of one profile."""
@@ -127,32 +121,12 @@ def check_kv_head_split(role: str, config: Mapping | None, tensor_parallel_size:
                    hint=f"use a tensor-parallel size among {', '.join(map(str, fitting))}")
 
 
-def decide_draft_tensor_parallel(method: str, target_tp: int, requested: int | None) -> tuple[int, Finding]:
-    """The draft's TP and why: the target's unless 1 is asked for where the method allows it."""
-    if requested is None:
-        return target_tp, Finding(level="ok", check="draft-tensor-parallel",
-                                  message=f"draft TP {target_tp}: vLLM's default, the target's")
-    if method in DRAFT_TP_MUST_MATCH and requested != target_tp:
-        return requested, Finding(
-            level="error", check="draft-tensor-parallel",
-            message=f"draft_tensor_parallel_size {requested} with target TP {target_tp}: vLLM 0.19-0.33 runs a "
-                    "draft_model draft at the target's TP only ('draft_tensor_parallel_size' and "
-                    "'tensor_parallel_size' must be the same)",
-            hint=f"drop --draft-tensor-parallel-size (the draft then runs at TP {target_tp})")
-    if requested not in (1, target_tp):
-        return requested, Finding(
-            level="error", check="draft-tensor-parallel",
-            message=f"draft_tensor_parallel_size {requested}: vLLM accepts 1 or the target's {target_tp}",
-            hint=f"pass --draft-tensor-parallel-size 1 or {target_tp}")
-    return requested, Finding(level="ok", check="draft-tensor-parallel", message=f"draft TP {requested}")
-
-
-def _default_tensor_parallel(topology: Topology, target: Mapping | None) -> int:
-    """The largest TP up to one engine per topology whose heads divide it: spread the target over every GPU."""
+def _default_tensor_parallel(gpus: int, target: Mapping | None) -> int:
+    """The largest TP dividing ``gpus`` that the target's heads allow: spread the target over every GPU."""
     heads = int(_text(target).get("num_attention_heads") or 1)
     kv = kv_head_counts(target)
-    sizes = [size for size in range(topology.gpus, 0, -1)
-             if topology.gpus % size == 0 and heads % size == 0
+    sizes = [size for size in range(gpus, 0, -1)
+             if gpus % size == 0 and heads % size == 0
              and all(h % size == 0 or size % h == 0 for h in kv.values())]
     return sizes[0] if sizes else 1
 
@@ -164,6 +138,11 @@ def _size_findings(topology: Topology, tp: int, pp: int, dp: int) -> list[Findin
                         message=f"TP {tp} x PP {pp} x DP {dp} = {used} GPUs; {topology.name} has {topology.gpus}",
                         hint="lower --data-parallel-size or --tensor-parallel-size")]
     findings = []
+    if topology.nodes > 1 and dp > 1:
+        findings.append(Finding(level="error", check="parallel-sizes",
+                                message=f"data parallel {dp} across {topology.nodes} nodes: specdraft plans one "
+                                        "engine spread over the nodes (TP x PP), not copies of it",
+                                hint="drop --data-parallel-size, or launch each node on its own with --nodes 1"))
     if used < topology.gpus:
         findings.append(Finding(level="warning", check="parallel-sizes",
                                 message=f"TP {tp} x PP {pp} x DP {dp} uses {used} of {topology.name}'s "
@@ -183,13 +162,13 @@ def _size_findings(topology: Topology, tp: int, pp: int, dp: int) -> list[Findin
     return findings
 
 
-def plan_parallelism(topology: Topology, target: Mapping | None, draft: Mapping | None, *, method: str,
+def plan_parallelism(topology: Topology, target: Mapping | None, draft: Mapping | None, *,
                      tensor_parallel_size: int | None = None, pipeline_parallel_size: int = 1,
                      data_parallel_size: int = 1, draft_tensor_parallel_size: int | None = None) -> ParallelPlan:
     """Sizes for ``target`` (and ``draft``) on ``topology``; unset TP spreads one engine over every GPU."""
-    tp = tensor_parallel_size or _default_tensor_parallel(topology, target) // pipeline_parallel_size or 1
-    draft_tp, draft_finding = decide_draft_tensor_parallel(method, tp, draft_tensor_parallel_size)
-    findings = [*_size_findings(topology, tp, pipeline_parallel_size, data_parallel_size), draft_finding]
+    tp = tensor_parallel_size or _default_tensor_parallel(max(topology.gpus // pipeline_parallel_size, 1), target)
+    draft_tp = draft_tensor_parallel_size or tp
+    findings = _size_findings(topology, tp, pipeline_parallel_size, data_parallel_size)
     for role, config, size in (("target", target, tp), ("draft", draft, draft_tp)):
         split = check_kv_head_split(role, config, size) if config else None
         if split is not None:

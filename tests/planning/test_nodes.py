@@ -19,7 +19,7 @@ SERVE = ["vllm", "serve", "google/gemma-4-31B-it", "--speculative-config", '{"mo
 
 def _plan(topology: str):
     return plan_parallelism(TOPOLOGIES[topology], shipped_config("google/gemma-4-31B-it"),
-                            shipped_config("google/gemma-4-E2B-it"), method="draft_model")
+                            shipped_config("google/gemma-4-E2B-it"))
 
 
 def test_two_sparks_natively_node_0_serves_node_1_runs_headless():

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from specdraft.planning._parallelism import (
-    TOPOLOGIES, check_kv_head_split, decide_draft_tensor_parallel, kv_heads_per_rank, plan_parallelism,
-    topology_for,
+    TOPOLOGIES, check_kv_head_split, kv_heads_per_rank, plan_parallelism, topology_for,
 )
+from specdraft.planning._checks import check_draft_tensor_parallel
+from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.testbed.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 
@@ -24,52 +25,42 @@ def _errors(plan):
 @pytest.mark.parametrize("topology, tp, dp", [("h100-x2", 2, 1), ("h100-x4", 4, 1), ("h100-x8", 8, 1),
                                               ("h200-x2", 2, 1), ("dgx-spark-x2", 2, 1)])
 def test_unset_tp_spreads_the_31b_over_every_gpu(topology, tp, dp):
-    plan = plan_parallelism(TOPOLOGIES[topology], shipped_config(TARGET), shipped_config(E2B), method="draft_model")
+    plan = plan_parallelism(TOPOLOGIES[topology], shipped_config(TARGET), shipped_config(E2B))
     assert (plan.tensor_parallel_size, plan.data_parallel_size, plan.draft_tensor_parallel_size) == (tp, dp, tp)
     assert not _errors(plan)
 
 
 def test_at_tp_8_the_31b_full_layers_keep_one_replicated_kv_head_and_e2b_keeps_its_one():
-    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), shipped_config(E2B), method="draft_model")
+    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), shipped_config(E2B))
     # 31B: 16 sliding KV heads split 2 per rank; 4 full-layer KV heads below 8 ranks are replicated, not split
     assert plan.target_kv_heads_per_rank == {"sliding": 2, "full": 1}
     assert plan.draft_kv_heads_per_rank == {"sliding": 1, "full": 1}
 
 
 def test_data_parallel_fills_the_gpus_tp_leaves():
-    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), shipped_config(E2B), method="draft_model",
+    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), shipped_config(E2B),
                             tensor_parallel_size=2, data_parallel_size=4)
     assert plan.serve_flags() == [("--tensor-parallel-size", "2"), ("--data-parallel-size", "4")]
     assert not [f for f in plan.findings if f.level != "ok"]
 
 
 def test_idle_gpus_are_a_warning_naming_the_data_parallel_size_that_uses_them():
-    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, method="mtp", tensor_parallel_size=2)
+    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, tensor_parallel_size=2)
     (warning,) = [f for f in plan.findings if f.level == "warning"]
     assert "uses 2 of h100-x8's 8 GPUs" in warning.message and warning.hint.endswith("--data-parallel-size 4 to use them all")
 
 
 def test_more_ranks_than_gpus_is_an_error():
-    plan = plan_parallelism(TOPOLOGIES["h100-x2"], shipped_config(TARGET), None, method="mtp",
+    plan = plan_parallelism(TOPOLOGIES["h100-x2"], shipped_config(TARGET), None,
                             tensor_parallel_size=2, data_parallel_size=2)
     assert [f.check for f in _errors(plan)] == ["parallel-sizes"]
 
 
 def test_an_engine_that_does_not_fill_whole_nodes_is_refused():
     two_by_four = topology_for("h100", nodes=2, gpus_per_node=4)
-    plan = plan_parallelism(two_by_four, shipped_config(TARGET), None, method="mtp", tensor_parallel_size=2,
+    plan = plan_parallelism(two_by_four, shipped_config(TARGET), None, tensor_parallel_size=2,
                             pipeline_parallel_size=3)
     assert any("does not fill whole nodes of 4" in f.message for f in _errors(plan))
-
-
-def test_draft_model_at_tp_1_beside_a_tp_2_target_is_refused_as_vllm_would():
-    size, finding = decide_draft_tensor_parallel("draft_model", 2, 1)
-    assert finding.level == "error" and "must be the same" in finding.message
-
-
-def test_an_mtp_assistant_may_run_at_tp_1():
-    assert decide_draft_tensor_parallel("mtp", 2, 1)[1].level == "ok"
-    assert decide_draft_tensor_parallel("mtp", 4, 2)[1].level == "error"
 
 
 def test_kv_heads_that_do_not_split_evenly_are_refused_with_the_sizes_that_do():
@@ -92,3 +83,22 @@ def test_the_draft_tp_rules_are_the_release_sources(version):
     draft_model = (root / "v1/spec_decode/draft_model.py").read_text()
     assert "other value than 1 or target model tensor_parallel_size" in speculative
     assert "'draft_tensor_parallel_size' and 'tensor_parallel_size' " in draft_model and "must be the same" in draft_model
+
+
+@pytest.mark.parametrize("method, draft_tp, level", [("draft_model", 1, "error"), ("draft_model", 2, "ok"),
+                                                     ("mtp", 1, "ok"), ("mtp", 2, "ok")])
+def test_the_draft_tp_check_follows_those_rules_at_target_tp_2(method, draft_tp, level):
+    config = SpeculativeConfig(method=method, model="d", draft_tensor_parallel_size=draft_tp)
+    assert check_draft_tensor_parallel(config, 2).level == level
+
+
+def test_multi_node_data_parallel_is_refused():
+    plan = plan_parallelism(TOPOLOGIES["dgx-spark-x2"], shipped_config(TARGET), None, tensor_parallel_size=1,
+                            data_parallel_size=2)
+    assert [f.check for f in _errors(plan)] == ["parallel-sizes"] and "across 2 nodes" in _errors(plan)[0].message
+
+
+def test_pipeline_parallel_leaves_tp_for_the_gpus_of_one_stage():
+    plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, pipeline_parallel_size=2)
+    assert (plan.tensor_parallel_size, plan.engine_gpus) == (4, 8)
+    assert any(f.level == "warning" and "pipeline parallel 2" in f.message for f in plan.findings)
