@@ -63,7 +63,7 @@ def _add_request_option(groups: dict, name: str, field) -> None:
 
 def _add_request_options(parser: argparse.ArgumentParser):
     """Every ``LaunchRequest`` field but ``extra_args`` (the arguments after ``--``); returns the "running" group."""
-    groups = {"the pair": parser.add_argument_group("the pair"), "running": parser.add_argument_group("running")}
+    groups = {name: parser.add_argument_group(name) for name in ("the pair", "GPUs and nodes", "running")}
     for name, field in LaunchRequest.model_fields.items():
         cli = _cli_option(field)
         pair = frozenset((name, cli.exclusive_with))

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
-from specdraft.planning._memory import PROFILES
 
 class Topology(BaseModel):
     """The machines a plan spreads over: ``nodes`` hosts of ``gpus_per_node`` GPUs of one profile."""
@@ -69,7 +68,6 @@ class ParallelPlan(BaseModel):
     target_kv_heads_per_rank: dict[str, int]
     """Per attention kind (``sliding``, ``full``): KV heads each target rank keeps."""
     draft_kv_heads_per_rank: dict[str, int]
-    findings: list[Finding]
 
     @property
     def engine_gpus(self) -> int:
@@ -165,18 +163,26 @@ def _size_findings(topology: Topology, tp: int, pp: int, dp: int) -> list[Findin
 def plan_parallelism(topology: Topology, target: Mapping | None, draft: Mapping | None, *,
                      tensor_parallel_size: int | None = None, pipeline_parallel_size: int = 1,
                      data_parallel_size: int = 1, draft_tensor_parallel_size: int | None = None) -> ParallelPlan:
-    """Sizes for ``target`` (and ``draft``) on ``topology``; unset TP spreads one engine over every GPU."""
+    """Sizes for ``target`` (and ``draft``) on ``topology``; unset TP spreads one engine over every GPU
+    (``check_parallel`` judges the result)."""
     tp = tensor_parallel_size or _default_tensor_parallel(max(topology.gpus // pipeline_parallel_size, 1), target)
     draft_tp = draft_tensor_parallel_size or tp
-    findings = _size_findings(topology, tp, pipeline_parallel_size, data_parallel_size)
-    for role, config, size in (("target", target, tp), ("draft", draft, draft_tp)):
-        split = check_kv_head_split(role, config, size) if config else None
-        if split is not None:
-            findings.append(split)
     return ParallelPlan(
         topology=topology, tensor_parallel_size=tp, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, draft_tensor_parallel_size=draft_tp,
         target_kv_heads_per_rank={k: kv_heads_per_rank(h, tp) for k, h in kv_head_counts(target).items()},
         draft_kv_heads_per_rank={k: kv_heads_per_rank(h, draft_tp) for k, h in kv_head_counts(draft).items()},
-        findings=findings,
     )
+
+
+def check_parallel(plan: ParallelPlan, target: Mapping | None, draft: Mapping | None) -> list[Finding]:
+    """The sizes against the topology, and each model's KV heads against its TP (attention heads and the
+    draft's TP against the method are checked beside the pair)."""
+    findings = _size_findings(plan.topology, plan.tensor_parallel_size, plan.pipeline_parallel_size,
+                              plan.data_parallel_size)
+    for role, config, size in (("target", target, plan.tensor_parallel_size),
+                               ("draft", draft, plan.draft_tensor_parallel_size)):
+        split = check_kv_head_split(role, config, size) if config else None
+        if split is not None:
+            findings.append(split)
+    return findings

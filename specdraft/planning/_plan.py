@@ -18,6 +18,9 @@ from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
+from specdraft.planning._nodes import NodeCommand, node_commands
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._serve_checks import allow_leaky_template, plan_findings, shape_serve_flags
 from specdraft.planning._serve_plan import ServePlan
@@ -51,6 +54,10 @@ class LaunchPlan(BaseModel):
     """The chat template passed: path, its variant, the variant the target needs."""
     async_scheduling: AsyncSchedulingDecision
     """Whether the plan passes ``--async-scheduling`` (or ``--no-async-scheduling``), and why."""
+    parallel: ParallelPlan
+    """TP, PP, DP and the draft's TP on the request's GPUs and nodes."""
+    nodes: list[NodeCommand]
+    """One command per node, each starting with that node's hotfix step (one entry on a single host)."""
 
     @property
     def argv(self) -> list[str]:
@@ -74,6 +81,8 @@ class LaunchPlan(BaseModel):
             "vllm": self.vllm.summary(),
             "template": self.template.summary(),
             "async_scheduling": self.async_scheduling.model_dump(),
+            "parallel": self.parallel.model_dump(),
+            "nodes": [{**node.model_dump(), "script": node.script} for node in self.nodes],
             "ok": not self.has_errors,
         }
 
@@ -84,7 +93,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     template = decided.template
     return PairFacts(
         target=facts.target, draft=facts.draft, speculative=decided.speculative.config,
-        tensor_parallel_size=facts.request.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
+        tensor_parallel_size=decided.parallel.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
         hotfix_mode=facts.request.hotfixes,
@@ -96,16 +105,28 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     )
 
 
+def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serve: ServePlan) -> list[NodeCommand]:
+    """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts."""
+    request = facts.request
+    needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
+                                            method=decided.speculative.resolved_method))
+    return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
+                         master_addr=request.master_addr, hotfixes=request.hotfixes if needed else "skip",
+                         python=request.python, only=list(needed))
+
+
 def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     """Inspect, decide, check; never raises for an incompatible pair (that is what findings are for)."""
     facts = gather_facts(request)
     decided = decide(facts)
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
-    findings = allow_leaky_template(check_pair(_pair_facts(facts, decided, serve)) + flag_findings, facts, decided)
+    pair = _pair_facts(facts, decided, serve)
+    findings = allow_leaky_template(check_pair(pair) + flag_findings, facts, decided)
     return LaunchPlan(
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
         target=facts.target, draft=facts.draft, vllm=facts.vllm, template=decided.template,
-        async_scheduling=decided.async_scheduling,
+        async_scheduling=decided.async_scheduling, parallel=decided.parallel,
+        nodes=_node_commands(facts, decided, pair, serve),
     )

@@ -8,6 +8,7 @@ the memory plan, and what the plan left to vLLM.
 from __future__ import annotations
 
 from specdraft.findings import Finding
+from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._memory import MemoryPlan
@@ -102,8 +103,10 @@ def allow_leaky_template(findings: list[Finding], facts: LaunchFacts, decided: D
 
 
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
-    """Async scheduling left to vLLM, the memory verdict, and weights the memory plan could not count."""
-    findings = []
+    """The parallel sizes, async scheduling left to vLLM, the memory verdict, and weights the memory plan could
+    not count."""
+    findings = check_parallel(decided.parallel, facts.target.config, facts.draft.config if facts.draft.is_known
+                              else None)
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
         findings.append(Finding(level="info", check="async-scheduling",
                                 message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))

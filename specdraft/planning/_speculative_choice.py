@@ -71,8 +71,8 @@ def choose_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None
     return None, ""
 
 
-def choose_speculative(request: LaunchRequest, draft: Checkpoint) -> SpeculativeChoice:
-    """Method, K, draft TP, quantization and revision for ``--speculative-config``."""
+def choose_speculative(request: LaunchRequest, draft: Checkpoint, draft_tensor_parallel_size: int) -> SpeculativeChoice:
+    """Method, K, draft TP (the parallel plan's), quantization and revision for ``--speculative-config``."""
     method, why = choose_method(request, draft)
     if request.num_speculative_tokens:
         k, k_reason = request.num_speculative_tokens, "given"
@@ -83,7 +83,7 @@ def choose_speculative(request: LaunchRequest, draft: Checkpoint) -> Speculative
         method=method,
         model=request.draft,
         num_speculative_tokens=k,
-        draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
+        draft_tensor_parallel_size=draft_tensor_parallel_size,
         quantization=request.draft_quantization or draft.quantization.method,
         revision=request.draft_revision,
     )

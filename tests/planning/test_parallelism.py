@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specdraft.planning._parallelism import (
-    TOPOLOGIES, check_kv_head_split, kv_heads_per_rank, plan_parallelism, topology_for,
+    TOPOLOGIES, check_kv_head_split, check_parallel, kv_heads_per_rank, plan_parallelism, topology_for,
 )
 from specdraft.planning._checks import check_draft_tensor_parallel
 from specdraft.planning._speculative import SpeculativeConfig
@@ -18,8 +18,13 @@ E2B = "google/gemma-4-E2B-it"
 ASSISTANT = "google/gemma-4-31B-it-assistant"
 
 
+def _findings(plan, level=None):
+    found = check_parallel(plan, shipped_config(TARGET), None)
+    return [f for f in found if level is None or f.level == level]
+
+
 def _errors(plan):
-    return [f for f in plan.findings if f.level == "error"]
+    return _findings(plan, "error")
 
 
 @pytest.mark.parametrize("topology, tp, dp", [("h100-x2", 2, 1), ("h100-x4", 4, 1), ("h100-x8", 8, 1),
@@ -41,12 +46,12 @@ def test_data_parallel_fills_the_gpus_tp_leaves():
     plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), shipped_config(E2B),
                             tensor_parallel_size=2, data_parallel_size=4)
     assert plan.serve_flags() == [("--tensor-parallel-size", "2"), ("--data-parallel-size", "4")]
-    assert not [f for f in plan.findings if f.level != "ok"]
+    assert not _findings(plan)
 
 
 def test_idle_gpus_are_a_warning_naming_the_data_parallel_size_that_uses_them():
     plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, tensor_parallel_size=2)
-    (warning,) = [f for f in plan.findings if f.level == "warning"]
+    (warning,) = _findings(plan, "warning")
     assert "uses 2 of h100-x8's 8 GPUs" in warning.message and warning.hint.endswith("--data-parallel-size 4 to use them all")
 
 
@@ -101,4 +106,4 @@ def test_multi_node_data_parallel_is_refused():
 def test_pipeline_parallel_leaves_tp_for_the_gpus_of_one_stage():
     plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, pipeline_parallel_size=2)
     assert (plan.tensor_parallel_size, plan.engine_gpus) == (4, 8)
-    assert any(f.level == "warning" and "pipeline parallel 2" in f.message for f in plan.findings)
+    assert any("pipeline parallel 2" in f.message for f in _findings(plan, "warning"))
