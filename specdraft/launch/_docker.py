@@ -8,6 +8,7 @@ from pathlib import Path
 
 import specdraft
 from specdraft.planning import LaunchPlan
+from specdraft.planning._nodes import NodeCommand
 from specdraft.errors import UserError
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
@@ -36,8 +37,8 @@ def _host_paths(plan: LaunchPlan) -> list[Path]:
     return paths
 
 
-def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> list[str]:
-    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
+def _container(plan: LaunchPlan, image: str | None) -> tuple[str, list[str], str]:
+    """The image, the mounts and the command that installs specdraft inside the container."""
     version = plan.vllm.version
     image = image or (f"vllm/vllm-openai:v{version}" if version else "vllm/vllm-openai:latest")
     source = _source_checkout()
@@ -52,6 +53,12 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000)
         if ":" in str(path):
             raise UserError(f"{path}: docker -v cannot mount a path containing ':'", hint="move or link it elsewhere")
         mounts += ["-v", f"{path}:{path}:ro"]
+    return image, mounts, install
+
+
+def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> list[str]:
+    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
+    image, mounts, install = _container(plan, image)
     argv = list(plan.argv)
     if "--port" not in argv:
         argv += ["--port", str(port)]
@@ -63,6 +70,15 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000)
     ])
     return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "-p", f"{port}:{port}", *mounts,
             "--entrypoint", "/bin/bash", image, "-c", script]
+
+
+def docker_node_argv(plan: LaunchPlan, node: NodeCommand, *, image: str | None = None) -> list[str]:
+    """``docker run`` for one node (one of ``plan.container_nodes``) of a multi-node plan: host networking (the nodes reach each other and
+    node 0's API port directly); the container installs specdraft, then runs the node's own script, whose
+    hotfix step patches or checks the container's vLLM before it starts or joins."""
+    image, mounts, install = _container(plan, image)
+    return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "--network", "host", "--shm-size", "16g",
+            *mounts, "--entrypoint", "/bin/bash", image, "-c", f"{install} && {node.script}"]
 
 
 def docker_command(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> str:

@@ -58,6 +58,8 @@ class LaunchPlan(BaseModel):
     """TP, PP, DP and the draft's TP on the request's GPUs and nodes."""
     nodes: list[NodeCommand]
     """One command per node, each starting with that node's hotfix step (one entry on a single host)."""
+    container_nodes: list[NodeCommand]
+    """The same inside a ``vllm/vllm-openai`` container: the container's own vLLM patched, then verified."""
 
     @property
     def argv(self) -> list[str]:
@@ -105,14 +107,18 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     )
 
 
-def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serve: ServePlan) -> list[NodeCommand]:
-    """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts."""
+def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serve: ServePlan,
+                   in_container: bool = False) -> list[NodeCommand]:
+    """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts; in a
+    container specdraft runs as ``python3 -m specdraft`` and always patches the image's fresh vLLM."""
     request = facts.request
     needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
                                             method=decided.speculative.resolved_method))
+    mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
     return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
-                         master_addr=request.master_addr, hotfixes=request.hotfixes if needed else "skip",
-                         python=request.python, only=list(needed))
+                         master_addr=request.master_addr, hotfixes=mode, only=list(needed),
+                         specdraft=("python3", "-m", "specdraft") if in_container else ("specdraft",),
+                         python=None if in_container else request.python)
 
 
 def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
@@ -129,4 +135,5 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         target=facts.target, draft=facts.draft, vllm=facts.vllm, template=decided.template,
         async_scheduling=decided.async_scheduling, parallel=decided.parallel,
         nodes=_node_commands(facts, decided, pair, serve),
+        container_nodes=_node_commands(facts, decided, pair, serve, in_container=True),
     )
