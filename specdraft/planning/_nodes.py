@@ -79,28 +79,24 @@ def _without(argv: Sequence[str], flags: Sequence[str]) -> list[str]:
     return kept
 
 
-def engine_argv(serve_argv: Sequence[str], parallel: ParallelPlan) -> list[str]:
-    """The serve argv with the plan's parallel sizes (replacing any given)."""
-    sized = [flag for flag, _ in parallel.serve_flags()] + ["--tensor-parallel-size", "--pipeline-parallel-size",
-                                                            "--data-parallel-size", "-tp", "-pp", "-dp"]
-    argv = _without(serve_argv, [*sized, *MULTI_NODE_FLAGS, "--distributed-executor-backend"])
-    return argv + [word for flag_value in parallel.serve_flags() for word in flag_value]
 
 
 def node_commands(serve_argv: Sequence[str], parallel: ParallelPlan, *, hosts: Sequence[str] = (),
                   backend: Backend = "native", master_addr: str | None = None, master_port: int = MASTER_PORT,
                   hotfixes: HotfixMode = "check", specdraft: Sequence[str] = ("specdraft",),
                   python: str | None = None, only: Sequence[str] = ()) -> list[NodeCommand]:
-    """One command per node of ``parallel.topology``; ``hosts`` name them (node 0 first) and default to
+    """One command per node of ``parallel.topology`` around ``serve_argv`` (the plan's, parallel sizes
+    included); ``hosts`` name them (node 0 first) and default to
     ``node0``, ``node1``...; ``master_addr`` is node 0's address as the others reach it (default: its name)."""
     nodes = parallel.topology.nodes
     hosts = list(hosts) or [f"node{rank}" for rank in range(nodes)]
     if len(hosts) != nodes:
         raise ValueError(f"{len(hosts)} hosts named for {nodes} nodes")
     check = hotfix_steps(hotfixes, specdraft, python, only)
-    argv = engine_argv(serve_argv, parallel)
     if nodes == 1:
-        return [NodeCommand(host=hosts[0], rank=0, role="api server", steps=[*check, argv])]
+        return [NodeCommand(host=hosts[0], rank=0, role="api server", steps=[*check, list(serve_argv)])]
+    # the plan's sizes are in the serve argv already; each node sets how it joins, whatever came after --
+    argv = _without(serve_argv, [*MULTI_NODE_FLAGS, "--distributed-executor-backend"])
     address = master_addr or hosts[0]
     if backend == "ray":
         head = [*check, ["ray", "start", "--head", f"--port={RAY_PORT}"],

@@ -51,7 +51,8 @@ def test_dry_run_json_carries_the_parallel_sizes_and_the_node_scripts(specdraft_
     assert sizes["target_kv_heads_per_rank"] == {"sliding": 8, "full": 2}
     (node,) = plan["nodes"]
     assert node["script"].startswith("specdraft patch apply --only ")
-    assert node["script"].endswith(" --tensor-parallel-size 2 --data-parallel-size 4")
+    assert node["script"].endswith("&& exec " + shlex.join(plan["argv"]))
+    assert plan["argv"][3:7] == ["--tensor-parallel-size", "2", "--data-parallel-size", "4"]
     assert plan["ok"]
 
 

@@ -13,8 +13,8 @@ from specdraft.planning._parallelism import TOPOLOGIES, plan_parallelism
 from specdraft.testbed.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 
-SERVE = ["vllm", "serve", "google/gemma-4-31B-it", "--speculative-config", '{"model": "google/gemma-4-E2B-it"}',
-         "--tensor-parallel-size", "1", "--port", "8000"]
+SERVE = ["vllm", "serve", "google/gemma-4-31B-it", "--tensor-parallel-size", "2",
+         "--speculative-config", '{"model": "google/gemma-4-E2B-it"}', "--port", "8000", "--nnodes", "4"]
 
 
 def _plan(topology: str):
@@ -25,10 +25,11 @@ def _plan(topology: str):
 def test_two_sparks_natively_node_0_serves_node_1_runs_headless():
     head, worker = node_commands(SERVE, _plan("dgx-spark-x2"), hosts=["spark1", "spark2"], master_addr="10.0.0.1")
     assert head.steps[0] == ["specdraft", "patch", "status", "--check"]
-    assert head.steps[-1][-10:] == ["--tensor-parallel-size", "2", "--nnodes", "2", "--master-addr", "10.0.0.1",
-                                    "--master-port", "29501", "--node-rank", "0"]
+    assert head.steps[-1][-8:] == ["--nnodes", "2", "--master-addr", "10.0.0.1", "--master-port", "29501",
+                                   "--node-rank", "0"]
     assert "--headless" not in head.steps[-1] and worker.steps[-1][-3:] == ["--node-rank", "1", "--headless"]
-    assert head.steps[-1].count("--tensor-parallel-size") == 1, "the given TP 1 is replaced, not repeated"
+    assert head.steps[-1].count("--nnodes") == 1, "an --nnodes given after -- is replaced, not repeated"
+    assert head.steps[-1][:5] == SERVE[:5]
     assert (head.role, worker.role) == ("api server", "headless worker")
 
 
@@ -52,10 +53,11 @@ def test_ray_nodes_check_before_joining_and_the_head_serves_on_ray():
     assert head.steps[-1][-2:] == ["--distributed-executor-backend", "ray"] and "--nnodes" not in head.steps[-1]
 
 
-def test_one_host_has_no_multi_node_flags():
-    (only,) = node_commands(SERVE, _plan("h100-x8"))
-    assert not set(MULTI_NODE_FLAGS) & set(only.steps[-1])
-    assert shlex.split(only.script)[-2:] == ["--tensor-parallel-size", "8"]
+def test_one_host_runs_the_serve_argv_as_planned():
+    serve = SERVE[:-2]
+    (only,) = node_commands(serve, _plan("h100-x8"))
+    assert only.steps[-1] == serve and not set(MULTI_NODE_FLAGS) & set(only.steps[-1])
+    assert shlex.split(only.script)[-len(serve) - 1:] == ["exec", *serve]
 
 
 def test_host_count_must_match_the_nodes():
