@@ -67,7 +67,10 @@ class NodeVerdict:
 def parse_node_spec(text: str) -> NodeSpec:
     """``NAME=COMMAND``: COMMAND is split as a POSIX shell would and must run specdraft on that node."""
     name, sep, command = text.partition("=")
-    words = shlex.split(command) if sep else []
+    try:
+        words = shlex.split(command) if sep else []
+    except ValueError as err:  # an unclosed quote
+        raise ValueError(f"{text!r}: {str(err).lower()} in COMMAND") from None
     if not name.strip() or not words:
         raise ValueError(f"{text!r} is not NAME=COMMAND (e.g. spark2='ssh spark2 specdraft')")
     return NodeSpec(name=name.strip(), command=tuple(words))

@@ -118,6 +118,7 @@ def test_a_node_that_does_not_answer_is_not_patched(tree_of, capsys):
     ["status", "no-equals-sign"],
     ["status", "a="],
     ["status", "a=x", "a=y"],
+    ["status", "a='unclosed"],
     ["status", "a=x", "--vllm-root", "z=/tmp"],
     ["status", "a=x", "--vllm-root", "a=/tmp", "--python", "a=/usr/bin/python3"],
 ])
