@@ -10,6 +10,8 @@ wheels), from the repository root:
     PYTHONPATH=/tmp/site:/tmp/sdsite:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=0 \\
         python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" [--only tp2|nodes] [--deadline-s 540]
 
+Five TP-2 servers and two node runs take longer than one 10-minute call (start-up is 90-180 s a server):
+call it again on the warm machine, and the scenarios already in /tmp/two-gpu-proof/rows.jsonl are skipped.
 Rows go to OUT/rows.jsonl (one per server: scenario, K, alpha, TP, decode tok/s, acceptance length, step ms),
 server logs to OUT/logs/. The only changes to a planned argv: ``vllm`` runs as ``python -m
 vllm.entrypoints.cli.main`` (the staged vLLM has no console script), random weights (``--load-format dummy``,
@@ -39,6 +41,22 @@ MODEL = "proof"
 SERVER = [PY, "-m", "vllm.entrypoints.cli.main"]
 UNPATCHED = Path("/tmp/vllm-unpatched")
 """A pristine copy of the staged vLLM, made before patching: node 1's vLLM in the refusal run."""
+SERVER_BUDGET_S = 240
+"""Start-up (90-180 s, torch.compile) plus a bench: a server is not started with less time left."""
+WORK = Path("/tmp/two-gpu-proof")
+ROWS = WORK / "rows.jsonl"
+"""Kept while the machine stays warm: a scenario already here is skipped by the next call."""
+
+
+def record(out: Path, row: dict) -> None:
+    with open(ROWS, "a") as rows:
+        rows.write(json.dumps(row) + "\n")
+    shutil.copy(ROWS, out / "rows.jsonl")
+    print(row, flush=True)
+
+
+def done(scenario: str) -> bool:
+    return ROWS.exists() and any(json.loads(line).get("scenario") == scenario for line in ROWS.read_text().splitlines())
 
 
 def specdraft(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -118,14 +136,16 @@ def bench(port: int, out: Path) -> dict:
 
 
 def serve_and_bench(name: str, argv: list[str], out: Path, row: dict) -> None:
+    if done(name):
+        return
     port = int(argv[argv.index("--port") + 1])
     started = time.monotonic()
     process = start(argv, out / "logs" / f"{name}.log")
     try:
-        row["start_s"] = round(time.monotonic() - started, 1)
         if not healthy(port, process):
             row["error"] = "not healthy"
         else:
+            row["start_s"] = round(time.monotonic() - started, 1)
             level = bench(port, out / f"{name}.bench.json")
             tok_s = level.get("decode_tok_s")
             length = (level.get("spec_decode") or {}).get("mean_acceptance_length") or 1.0
@@ -133,9 +153,7 @@ def serve_and_bench(name: str, argv: list[str], out: Path, row: dict) -> None:
                        step_ms=round(1000 * length / tok_s, 2) if tok_s else None)
     finally:
         stop(process)
-    with open(out / "rows.jsonl", "a") as rows:
-        rows.write(json.dumps({"scenario": name, **row}) + "\n")
-    print(name, row, flush=True)
+    record(out, {"scenario": name, **row})
 
 
 def tp2(models: dict[str, Path], out: Path, deadline: float) -> None:
@@ -145,7 +163,7 @@ def tp2(models: dict[str, Path], out: Path, deadline: float) -> None:
         (out / f"plan-tp2-{draft_role}.json").write_text(json.dumps(planned, indent=2))
         alphas = [None, 0.85, 0.70] if draft_role == "draft" else [0.85, 0.70]
         for alpha in alphas:
-            if time.monotonic() > deadline:
+            if deadline - time.monotonic() < SERVER_BUDGET_S:
                 return
             name = f"tp2-{draft_role if alpha else 'target'}-{alpha or 'alone'}"
             serve_and_bench(name, forced(planned["argv"], alpha), out,
@@ -167,6 +185,8 @@ def two_nodes(models: dict[str, Path], out: Path, work: Path, *, node1_unpatched
     planned = plan(models["target"], models["draft"], "--nodes", "2", "--hosts", "127.0.0.1,127.0.0.1",
                    "--master-addr", "127.0.0.1", port=8200)
     tag = "nodes-unpatched1" if node1_unpatched else "nodes"
+    if done(tag):
+        return
     (out / f"plan-{tag}.json").write_text(json.dumps(planned, indent=2))
     env = shims(work)
     site = os.environ.get("PYTHONPATH", "")
@@ -189,9 +209,7 @@ def two_nodes(models: dict[str, Path], out: Path, work: Path, *, node1_unpatched
     finally:
         for process in processes:
             stop(process)
-    with open(out / "rows.jsonl", "a") as rows:
-        rows.write(json.dumps({"scenario": tag, **row}) + "\n")
-    print(tag, row, flush=True)
+    record(out, {"scenario": tag, **row})
 
 
 def main() -> int:
@@ -201,8 +219,9 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=540)
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline_s
-    work = Path("/tmp/two-gpu-proof")
+    work = WORK
     args.out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     models = checkpoints(work)
     staged = Path(json.loads(specdraft("cluster", "report", "--python", PY, "--json").stdout)["root"])
     if not UNPATCHED.exists():
@@ -211,7 +230,7 @@ def main() -> int:
     (args.out / "patch-apply.txt").write_text(applied.stdout + applied.stderr)
     if args.only in (None, "tp2"):
         tp2(models, args.out, deadline)
-    if args.only in (None, "nodes") and time.monotonic() < deadline:
+    if args.only in (None, "nodes") and deadline - time.monotonic() > 2 * SERVER_BUDGET_S:
         two_nodes(models, args.out, work, node1_unpatched=True)
         two_nodes(models, args.out, work, node1_unpatched=False)
     return 0
