@@ -73,9 +73,9 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000)
 
 
 def docker_node_argv(plan: LaunchPlan, node: NodeCommand, *, image: str | None = None) -> list[str]:
-    """``docker run`` for one node (one of ``plan.container_nodes``) of a multi-node plan: host networking (the nodes reach each other and
-    node 0's API port directly); the container installs specdraft, then runs the node's own script, whose
-    hotfix step patches or checks the container's vLLM before it starts or joins."""
+    """``docker run`` for one node (one of ``plan.container_nodes``) of a multi-node plan: host networking (the
+    nodes reach each other and node 0's API port directly); the container installs specdraft, then runs the
+    node's own script, whose hotfix step patches the container's vLLM before it starts or joins."""
     image, mounts, install = _container(plan, image)
     return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "--network", "host", "--shm-size", "16g",
             *mounts, "--entrypoint", "/bin/bash", image, "-c", f"{install} && {node.script}"]

@@ -47,7 +47,8 @@ def test_dry_run_json_carries_the_parallel_sizes_and_the_node_scripts(specdraft_
                    "--data-parallel-size", "4", "--dry-run", "--json")
     plan = json.loads(done.stdout)
     sizes = plan["parallel"]
-    assert (sizes["tensor_parallel_size"], sizes["data_parallel_size"], sizes["draft_tensor_parallel_size"]) == (2, 4, 2)
+    sizes_asked = (sizes["tensor_parallel_size"], sizes["data_parallel_size"], sizes["draft_tensor_parallel_size"])
+    assert sizes_asked == (2, 4, 2)
     assert sizes["target_kv_heads_per_rank"] == {"sliding": 8, "full": 2}
     (node,) = plan["nodes"]
     assert node["script"].startswith("specdraft patch apply --only ")

@@ -71,7 +71,8 @@ def test_every_node_patched_is_exit_0(tree_of, capsys):
     capsys.readouterr()
     code, out, _ = _two_nodes(capsys, first, second, "--json")
     assert code == 0
-    assert [(v["node"], v["ok"], v["version"]) for v in json.loads(out)] == [("a", True, "0.31.0"), ("b", True, "0.31.0")]
+    verdicts = [(v["node"], v["ok"], v["version"]) for v in json.loads(out)]
+    assert verdicts == [("a", True, "0.31.0"), ("b", True, "0.31.0")]
 
 
 def test_a_node_on_another_release_is_named_with_both_versions(tree_of, capsys):

@@ -52,7 +52,8 @@ def test_data_parallel_fills_the_gpus_tp_leaves():
 def test_idle_gpus_are_a_warning_naming_the_data_parallel_size_that_uses_them():
     plan = plan_parallelism(TOPOLOGIES["h100-x8"], shipped_config(TARGET), None, tensor_parallel_size=2)
     (warning,) = _findings(plan, "warning")
-    assert "uses 2 of h100-x8's 8 GPUs" in warning.message and warning.hint.endswith("--data-parallel-size 4 to use them all")
+    assert "uses 2 of h100-x8's 8 GPUs" in warning.message
+    assert warning.hint.endswith("--data-parallel-size 4 to use them all")
 
 
 def test_more_ranks_than_gpus_is_an_error():
@@ -87,7 +88,8 @@ def test_the_draft_tp_rules_are_the_release_sources(version):
     speculative = (root / "config/speculative.py").read_text()
     draft_model = (root / "v1/spec_decode/draft_model.py").read_text()
     assert "other value than 1 or target model tensor_parallel_size" in speculative
-    assert "'draft_tensor_parallel_size' and 'tensor_parallel_size' " in draft_model and "must be the same" in draft_model
+    assert "'draft_tensor_parallel_size' and 'tensor_parallel_size' " in draft_model
+    assert "must be the same" in draft_model
 
 
 @pytest.mark.parametrize("method, draft_tp, level", [("draft_model", 1, "error"), ("draft_model", 2, "ok"),
