@@ -131,7 +131,7 @@ def _default_tensor_parallel(gpus: int, target: Mapping | None) -> int:
 
 def _size_findings(topology: Topology, tp: int, pp: int, dp: int) -> list[Finding]:
     used = tp * pp * dp
-    if used > topology.gpus:
+    if used > topology.gpus and tp <= topology.gpus:  # TP alone past the GPUs is the tensor-parallel verdict's
         return [Finding(level="error", check="parallel-sizes",
                         message=f"TP {tp} x PP {pp} x DP {dp} = {used} GPUs; {topology.name} has {topology.gpus}",
                         hint="lower --data-parallel-size or --tensor-parallel-size")]

@@ -26,6 +26,7 @@ from specdraft.planning._serve_checks import allow_leaky_template, plan_findings
 from specdraft.planning._serve_plan import ServePlan
 from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.planning._template_choice import TemplateChoice
+from specdraft.planning._verdicts import plan_verdicts
 from specdraft.planning._vllm_install import VllmFacts
 
 
@@ -128,7 +129,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     pair = _pair_facts(facts, decided, serve)
-    findings = allow_leaky_template(check_pair(pair) + flag_findings, facts, decided)
+    findings = allow_leaky_template(check_pair(pair) + flag_findings + plan_verdicts(facts, decided), facts, decided)
     return LaunchPlan(
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,

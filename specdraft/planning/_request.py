@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
+from specdraft.planning._references import reference_problem
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -123,6 +124,14 @@ class LaunchRequest(BaseModel):
             raise ValueError(f"hosts: {len(self.host_names)} name(s) in {self.hosts!r} for {self.nodes} node(s) "
                              "(--nodes)")
         return self
+
+    @field_validator("target", "draft")
+    @classmethod
+    def _is_a_checkpoint_reference(cls, ref: str) -> str:
+        problem = reference_problem(ref)
+        if problem is not None:
+            raise ValueError(problem)
+        return ref
 
     @field_validator("method")
     @classmethod

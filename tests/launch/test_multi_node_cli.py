@@ -72,7 +72,7 @@ def test_more_ranks_than_gpus_is_an_error_and_exit_1(specdraft_cli):
     done = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2", "--tensor-parallel-size", "4",
                    "--dry-run", "--json")
     findings = [f for f in json.loads(done.stdout)["findings"] if f["level"] == "error"]
-    assert done.returncode == 1 and [f["check"] for f in findings] == ["parallel-sizes"]
+    assert done.returncode == 1 and [f["check"] for f in findings] == ["tensor-parallel"]
 
 
 def test_a_multi_node_plan_is_not_exec_d_from_one_node(specdraft_cli):
