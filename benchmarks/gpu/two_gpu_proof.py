@@ -13,9 +13,10 @@ wheels), from the repository root:
 Five TP-2 servers and two node runs take longer than one 10-minute call (start-up is 90-180 s a server):
 call it again on the warm machine, and the scenarios already in /tmp/two-gpu-proof/rows.jsonl are skipped.
 Rows go to OUT/rows.jsonl (one per server: scenario, K, alpha, TP, decode tok/s, acceptance length, step ms),
-server logs to OUT/logs/. The only changes to a planned argv: ``vllm`` runs as ``python -m
-vllm.entrypoints.cli.main`` (the staged vLLM has no console script), random weights (``--load-format dummy``,
-passed after ``--`` so launch plans it), and forced acceptance added to ``--speculative-config``
+server logs to OUT/logs/. The servers run the argv launch would exec (``exec_argv``: the planned interpreter running
+``-m vllm.entrypoints.cli.main serve``) and the node scripts as planned; the only changes: random weights
+(``--load-format dummy``, passed after ``--`` so launch plans it) and forced acceptance added to
+``--speculative-config``
 (``rejection_sample_method: synthetic``, rates alpha^i as benchmarks/gpu/sweep.py).
 """
 
@@ -38,7 +39,6 @@ from sweep import geometric_rates  # noqa: E402  (beside this script)
 
 PY = sys.executable
 MODEL = "proof"
-SERVER = [PY, "-m", "vllm.entrypoints.cli.main"]
 UNPATCHED = Path("/tmp/vllm-unpatched")
 """A pristine copy of the staged vLLM, made before patching: node 1's vLLM in the refusal run."""
 SERVER_BUDGET_S = 240
@@ -88,8 +88,7 @@ def plan(target: Path, draft: Path, *options: str, port: int) -> dict:
 
 
 def forced(argv: list[str], alpha: float | None) -> list[str]:
-    """The planned argv on the staged vLLM, with forced acceptance (alpha None: the target alone)."""
-    argv = SERVER + argv[1:]
+    """The argv launch would exec (``exec_argv``), with forced acceptance (alpha None: the target alone)."""
     index = argv.index("--speculative-config")
     if alpha is None:
         return argv[:index] + argv[index + 2:]
@@ -166,16 +165,17 @@ def tp2(models: dict[str, Path], out: Path, deadline: float) -> None:
             if deadline - time.monotonic() < SERVER_BUDGET_S:
                 return
             name = f"tp2-{draft_role if alpha else 'target'}-{alpha or 'alone'}"
-            serve_and_bench(name, forced(planned["argv"], alpha), out,
+            serve_and_bench(name, forced(planned["exec_argv"], alpha), out,
                             {"tp": planned["parallel"]["tensor_parallel_size"], "alpha": alpha,
                              "k": None if alpha is None else planned["speculative_config"]["num_speculative_tokens"]})
 
 
 def shims(work: Path) -> dict:
-    """``vllm`` and ``specdraft`` on PATH as the staged interpreter's modules, so node scripts run unchanged."""
+    """``specdraft`` on PATH as the staged interpreter's module (the staged install has no console scripts),
+    so the node scripts run unchanged."""
     bin_dir = work / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for name, module in (("vllm", "vllm.entrypoints.cli.main"), ("specdraft", "specdraft")):
+    for name, module in (("specdraft", "specdraft"),):
         (bin_dir / name).write_text(f"#!/bin/sh\nexec {PY} -m {module} \"$@\"\n")
         (bin_dir / name).chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}

@@ -28,6 +28,10 @@ HotfixMode = Literal["apply", "check", "skip"]
 MASTER_PORT = 29501
 """vLLM's default ``--master-port`` (``ParallelConfig.master_port``)."""
 RAY_PORT = 6379
+VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
+"""What the ``vllm`` console script runs (entry point ``vllm.entrypoints.cli.main:main``, also runnable as
+``__main__`` in every release 0.19-0.33). Run by the planned interpreter, it is the install that was located,
+patched and checked, whatever ``vllm`` is first on PATH."""
 MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless")
 
 
@@ -87,12 +91,15 @@ def node_commands(serve_argv: Sequence[str], parallel: ParallelPlan, *, hosts: S
                   python: str | None = None, only: Sequence[str] = ()) -> list[NodeCommand]:
     """One command per node of ``parallel.topology`` around ``serve_argv`` (the plan's, parallel sizes
     included); ``hosts`` name them (node 0 first) and default to
-    ``node0``, ``node1``...; ``master_addr`` is node 0's address as the others reach it (default: its name)."""
+    ``node0``, ``node1``...; ``master_addr`` is node 0's address as the others reach it (default: its name).
+    With ``python`` the hotfix step checks that interpreter's vLLM and the same interpreter serves it."""
     nodes = parallel.topology.nodes
     hosts = list(hosts) or [f"node{rank}" for rank in range(nodes)]
     if len(hosts) != nodes:
         raise ValueError(f"{len(hosts)} hosts named for {nodes} nodes")
     check = hotfix_steps(hotfixes, specdraft, python, only)
+    if python and serve_argv[:1] == ["vllm"]:
+        serve_argv = [python, "-m", VLLM_CLI_MODULE, *serve_argv[1:]]
     if nodes == 1:
         return [NodeCommand(host=hosts[0], rank=0, role="api server", steps=[*check, list(serve_argv)])]
     # the plan's sizes are in the serve argv already; each node sets how it joins, whatever came after --

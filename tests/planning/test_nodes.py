@@ -38,9 +38,10 @@ def test_a_failed_check_stops_the_node_before_vllm_starts():
     assert only.script.startswith("specdraft patch status --check && exec vllm serve ")
 
 
-def test_apply_mode_patches_then_verifies_the_nodes_own_interpreter():
+def test_apply_mode_patches_then_verifies_the_nodes_own_interpreter_which_then_serves():
     head, _ = node_commands(SERVE, _plan("dgx-spark-x2"), hotfixes="apply", python="/opt/venv/bin/python",
                             only=["kv-sharing-uniform-specs"])
+    assert head.steps[-1][:4] == ["/opt/venv/bin/python", "-m", "vllm.entrypoints.cli.main", "serve"]
     assert head.steps[:2] == [
         ["specdraft", "patch", "apply", "--python", "/opt/venv/bin/python", "--only", "kv-sharing-uniform-specs"],
         ["specdraft", "patch", "verify", "--python", "/opt/venv/bin/python", "--only", "kv-sharing-uniform-specs"]]
