@@ -86,7 +86,9 @@ def test_launch_never_builds_an_image_tag_from_a_version_that_does_not_parse(tre
     (root / "vllm/_version.py").write_text("__version__ = 'garbage'\n")
     done = run_specdraft("launch", "--target", "LilaRest/gemma-4-31B-it-NVFP4-turbo", "--draft",
                          "mikeytag/gemma-4-E2B-it-NVFP4", "--vllm-root", root, "--docker")
-    assert "vllm-openai:vgarbage" not in done.stdout and "vllm-openai:latest" in done.stdout
+    # no tag is made up from it, and no silent :latest either: the user names the image
+    assert "vllm-openai:v" not in done.stdout and "vllm-openai:latest" not in done.stdout
+    assert done.returncode == 2 and "--image vllm/vllm-openai:vX.Y.Z" in done.stderr, done.stderr
 
 
 def test_a_path_the_system_refuses_is_one_clear_line(tmp_path):
