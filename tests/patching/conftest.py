@@ -33,10 +33,10 @@ def release_trees() -> dict[str, Path]:
 
 @pytest.fixture
 def tree_of(release_trees, tmp_path):
-    """``tree_of(version)`` -> a private, writable copy of that release's tree."""
+    """``tree_of(version)`` -> a private, writable copy of that release's tree (any release: others are fetched once)."""
 
     def copy(version: str) -> Path:
-        return copy_tree(release_trees[version], tmp_path / f"vllm-{version}")
+        return copy_tree(release_trees.get(version) or release_tree(version), tmp_path / f"vllm-{version}")
 
     return copy
 
