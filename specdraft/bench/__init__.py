@@ -6,6 +6,9 @@
   with the largest predicted speedup ``S(K) = E(K) / max(1 + K*c + o, host line)``, or 0 when nothing beats the
   target alone; ``HostCost`` / ``host_cost_named`` give the host line (launching the drafter from the CPU).
 - ``recommend_schedule(points)``: vLLM's ``num_speculative_tokens_per_batch_size`` from several batch sizes.
+- ``tune(TuneRequest(...)) -> TuneReport``: what ``specdraft tune`` does, as a call: resolves acceptance, c, o and
+  the host line from bench results, given values or known host costs (``resolve_tune_inputs``: each value with
+  its source), then recommends; ``TuneReport.to_json()`` is ``tune --json``'s output.
 - The inputs: ``acceptance_from_result``, ``cost_ratio_from_results`` / ``estimate_cost_ratio`` (bytes per
   token of the two shapes), ``overhead_from_results`` / ``overhead_fraction``.
 """
@@ -31,10 +34,19 @@ from specdraft.bench._cost import (
     footprint_of,
     load_text_config,
 )
-from specdraft.bench._host_costs import host_cost_named, known_host_costs
+from specdraft.bench._host_costs import KnownHostCost, host_cost_named, known_host_cost, known_host_costs
 from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
-from specdraft.bench._results import BenchResult, LevelResult, Speedup, Summary, compare, load_result, round_ratio
+from specdraft.bench._results import (
+    BenchResult,
+    LevelResult,
+    Speedup,
+    Summary,
+    check_result_path,
+    compare,
+    load_result,
+    round_ratio,
+)
 from specdraft.bench._tuner import (
     Extrapolation,
     HostCost,
@@ -53,15 +65,18 @@ from specdraft.bench._tuner import (
     step_cost,
     validate_acceptance,
 )
+from specdraft.bench._tune import MeasuredRun, Sourced, TuneInputs, TuneReport, TuneRequest, resolve_tune_inputs, tune
 
 __all__ = [
-    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param", "compare",
+    "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param",
+    "check_result_path", "compare",
     "conditional_acceptance", "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint",
     "DecodeFootprint", "estimate_cost_ratio", "extend_acceptance", "Extrapolation", "fit_geometric_alpha",
     "fit_step_costs", "footprint_of", "host_cost_from_ms", "host_cost_named", "HostCost", "known_host_costs",
-    "KPrediction", "LevelResult", "load_prompts", "load_result",
+    "KnownHostCost", "known_host_cost", "KPrediction", "LevelResult", "MeasuredRun", "load_prompts", "load_result",
     "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
     "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio",
-    "Recommendation", "RequestTiming", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
-    "speculative_step_ms", "Speedup", "step_cost", "step_ms", "StepCostFit", "Summary", "validate_acceptance",
+    "Recommendation", "RequestTiming", "resolve_tune_inputs", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
+    "speculative_step_ms", "Speedup", "step_cost", "step_ms", "Sourced", "StepCostFit", "Summary", "tune", "TuneInputs", "TuneReport",
+    "TuneRequest", "validate_acceptance",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -120,6 +121,66 @@ def _server_error(response: httpx.Response) -> str:
         return response.text[:300]
 
 
+class _StreamClock:
+    """When a stream's output chunks arrived, and how many tokens they carried."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last: float | None = None
+        self.usage_tokens: int | None = None
+        self.first_chunk_tokens = 1
+        self.chunks_with_output = 0
+
+    def add(self, chunk: dict, now: float) -> None:
+        usage = chunk.get("usage") or {}
+        if usage.get("completion_tokens") is not None:
+            previous, self.usage_tokens = self.usage_tokens or 0, int(usage["completion_tokens"])
+            is_output = self.usage_tokens > previous
+        else:
+            is_output = bool(chunk.get("choices"))
+        if is_output:
+            self.chunks_with_output += 1
+            if self.first is None:
+                self.first = now
+                self.first_chunk_tokens = self.usage_tokens if self.usage_tokens else 1
+            self.last = now
+
+    def timing(self, end: float, url: str) -> RequestTiming:
+        if self.first is None:
+            raise UserError(f"the server streamed no tokens for a request to {url}")
+        tokens = self.usage_tokens if self.usage_tokens is not None else self.chunks_with_output
+        return RequestTiming(tokens, self.first, end, self.first, self.last, self.first_chunk_tokens)
+
+
+def _chunk(payload: str, url: str) -> dict:
+    """One streamed event as a completion chunk; ``UserError`` for anything else (not JSON, an error event)."""
+    try:
+        chunk = json.loads(payload)
+    except ValueError:
+        chunk = None
+    usage = chunk.get("usage") or {} if isinstance(chunk, dict) else None
+    if not isinstance(usage, dict) or not isinstance(usage.get("completion_tokens", 0), (int, type(None))):
+        raise UserError(f"{url} streamed something that is not a completion chunk: {payload[:120]!r}",
+                        hint="bench an OpenAI-compatible vLLM server (check --base-url)")
+    if "error" in chunk:
+        error = chunk["error"]
+        raise UserError(f"the server failed a request to {url} mid-stream: "
+                        f"{error.get('message') if isinstance(error, dict) else error}",
+                        hint="the server's log says why")
+    return chunk
+
+
+def _request_body(model: str, prompt: Prompt, max_tokens: int, temperature: float) -> tuple[str, dict]:
+    """The endpoint and body of one streamed request."""
+    body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
+                  "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "ignore_eos": True}
+    if prompt.messages is not None:
+        body["messages"] = list(prompt.messages)
+        return "/v1/chat/completions", body
+    body["prompt"] = list(prompt.text) if isinstance(prompt.text, tuple) else prompt.text
+    return "/v1/completions", body
+
+
 def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prompt, max_tokens: int,
                    temperature: float) -> RequestTiming:
     """Send one streaming request (``ignore_eos``, so every request yields ``max_tokens``) and time it.
@@ -130,18 +191,9 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     tokens of the first output chunk are known, and decode = (tokens - first chunk's) / span. A server
     without it is taken chunk by chunk, the prefill's single token first.
     """
-    body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
-                  "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "ignore_eos": True}
-    if prompt.messages is not None:
-        path, body["messages"] = "/v1/chat/completions", list(prompt.messages)
-    else:
-        text = prompt.text
-        path, body["prompt"] = "/v1/completions", list(text) if isinstance(text, tuple) else text
+    path, body = _request_body(model, prompt, max_tokens, temperature)
     url = f"{_root(base_url)}{path}"
-    first = last = None
-    usage_tokens: int | None = None
-    first_chunk_tokens = 1
-    chunks_with_output = 0
+    clock = _StreamClock()
     start = time.perf_counter()
     try:
         with client.stream("POST", url, json=body) as response:
@@ -155,32 +207,11 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                 if payload == "[DONE]":
                     break
                 now = time.perf_counter() - start
-                chunk = json.loads(payload)
-                if "error" in chunk:
-                    error = chunk["error"]
-                    raise UserError(f"the server failed a request to {url} mid-stream: "
-                                    f"{error.get('message') if isinstance(error, dict) else error}",
-                                    hint="the server's log says why")
-                usage = chunk.get("usage") or {}
-                if usage.get("completion_tokens") is not None:
-                    previous, usage_tokens = usage_tokens or 0, int(usage["completion_tokens"])
-                    is_output = usage_tokens > previous
-                else:
-                    is_output = bool(chunk.get("choices"))
-                if is_output:
-                    chunks_with_output += 1
-                    if first is None:
-                        first = now
-                        first_chunk_tokens = usage_tokens if usage_tokens else 1
-                    last = now
+                clock.add(_chunk(payload, url), now)
     except httpx.HTTPError as err:
         raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
                         hint="check that the server is still up (its log says why it stopped)") from None
-    end = time.perf_counter() - start
-    if first is None:
-        raise UserError(f"the server streamed no tokens for a request to {url}")
-    tokens = usage_tokens if usage_tokens is not None else chunks_with_output
-    return RequestTiming(tokens, first, end, first, last, first_chunk_tokens)
+    return clock.timing(time.perf_counter() - start, url)
 
 
 def run_level(
@@ -232,6 +263,20 @@ def run_level(
     )
 
 
+def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int | None, temperature: float) -> None:
+    """Refuse a workload before the server is asked anything."""
+    if max_tokens < 2:
+        raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
+    if not concurrency or min(concurrency) < 1:
+        raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    if requests is not None and requests < 1:
+        raise UserError(f"--requests must be at least 1 per level, got {requests}",
+                        hint="leave it out to send each prompt once (at least one request per slot)")
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise UserError(f"--temperature must be a finite number >= 0, got {temperature}",
+                        hint="--temperature 0 samples greedily")
+
+
 def run_bench(
     base_url: str,
     model: str,
@@ -251,10 +296,7 @@ def run_bench(
     ``requests`` per level defaults to the number of prompts, and never fewer than the concurrency.
     Raises ``UserError`` for an unreachable server, a model it does not serve, or a rejected request.
     """
-    if max_tokens < 2:
-        raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
-    if not concurrency or min(concurrency) < 1:
-        raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    _check_workload(concurrency, max_tokens, requests, temperature)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
                       limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from specdraft.planning import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
+from specdraft.families import FAMILIES, family_with_layer_formula, rules_for
+from specdraft.planning import inspect_checkpoint
 
 BYTES_PER_PARAM: dict[str, float] = {
     "bf16": 2.0,
@@ -66,39 +67,9 @@ def load_text_config(path: Path) -> dict:
     return text
 
 
-def _layer_params(tc: Mapping, index: int) -> tuple[int, int]:
-    """(all params, params of unpicked experts) of decoder layer ``index`` of a Gemma 4 text stack."""
-    hidden = tc["hidden_size"]
-    heads = tc["num_attention_heads"]
-    is_full = tc["layer_types"][index] == "full_attention"
-    k_eq_v = bool(tc.get("attention_k_eq_v")) and is_full
-    head_dim = tc["global_head_dim"] if is_full and tc.get("global_head_dim") else tc["head_dim"]
-    kv_heads = tc["num_global_key_value_heads"] if k_eq_v and tc.get("num_global_key_value_heads") else tc["num_key_value_heads"]
-    shared = index >= tc["num_hidden_layers"] - (tc.get("num_kv_shared_layers") or 0)
-
-    params = 2 * heads * head_dim * hidden + head_dim  # q_proj, o_proj, q_norm
-    if not shared:  # KV-shared layers read another layer's cache: no k/v projections
-        params += kv_heads * head_dim * hidden + head_dim  # k_proj, k_norm
-        if not k_eq_v:
-            params += kv_heads * head_dim * hidden  # v_proj
-    intermediate = tc["intermediate_size"] * (2 if shared and tc.get("use_double_wide_mlp") else 1)
-    params += 3 * hidden * intermediate + 4 * hidden  # gate/up/down, four norms
-    per_layer_input = tc.get("hidden_size_per_layer_input") or 0
-    if per_layer_input:
-        params += 2 * hidden * per_layer_input + hidden  # gate, projection, norm
-    unpicked = 0
-    if tc.get("enable_moe_block"):
-        experts, moe_inter = tc["num_experts"], tc["moe_intermediate_size"]
-        per_expert = 3 * hidden * moe_inter
-        params += hidden + experts + experts * hidden  # router scale, per-expert scale, projection
-        params += experts * per_expert + 3 * hidden  # experts, three extra norms
-        unpicked = (experts - tc["top_k_experts"]) * per_expert
-    return params, unpicked
-
-
 def _kv_bytes(text_config: Mapping, context_tokens: int, kv_bytes_per_element: float) -> float:
     """KV cache bytes one token reads: every layer that owns a cache, over its history (window-capped)."""
-    layers = Checkpoint(ref="", source="local", path=None, config=dict(text_config)).kv_layers()
+    layers = rules_for(text_config).kv_layers(text_config)
     window = text_config.get("sliding_window") or context_tokens
     total = 0.0
     for layer in layers:
@@ -122,10 +93,12 @@ def decode_footprint(
     ``embedding_bytes_per_param`` prices the token embedding (tied: also the LM head, read whole every
     token); quantized checkpoints usually keep it in BF16. Defaults to ``bytes_per_param``.
     """
-    if text_config.get("model_type") not in (None, "gemma4_text", "gemma4") or "layer_types" not in text_config:
+    family = family_with_layer_formula(text_config)
+    if family is None:
         raise UserError(
-            f"{name}: the bytes-per-token estimate knows Gemma 4 text stacks (model_type gemma4_text), "
-            f"not {text_config.get('model_type')!r}",
+            f"{name}: the bytes-per-token estimate knows "
+            + ", ".join(f"{f.display_name} text stacks" for f in FAMILIES)
+            + f", not model_type {text_config.get('model_type')!r}",
             hint="measure c instead: tune --step-times DRAFT_ONLY.json TARGET_ONLY.json",
         )
     if text_config.get("num_kv_shared_layers") == text_config.get("num_hidden_layers"):
@@ -133,29 +106,14 @@ def decode_footprint(
             f"{name} shares every layer's KV cache (an MTP assistant); its cost is not a standalone decode",
             hint="measure c with bench instead, or give --cost-ratio",
         )
-    hidden, vocab = text_config["hidden_size"], text_config["vocab_size"]
-    layers = text_config["num_hidden_layers"]
-    total, unpicked = hidden * vocab + hidden, 0  # embedding (tied: also the LM head), final norm
-    if not text_config.get("tie_word_embeddings", True):
-        total += hidden * vocab
-    per_layer_input = text_config.get("hidden_size_per_layer_input") or 0
-    lookup_only = 0 if text_config.get("tie_word_embeddings", True) else hidden * vocab
-    if per_layer_input:
-        table = (text_config.get("vocab_size_per_layer_input") or vocab) * layers * per_layer_input
-        total += table + hidden * layers * per_layer_input + per_layer_input
-        lookup_only += table  # one row per token is read, not the table
-    for index in range(layers):
-        params, idle = _layer_params(text_config, index)
-        total += params
-        unpicked += idle
-    active = total - lookup_only - unpicked
-    embedding = hidden * vocab
-    embedding_bytes = embedding * (bytes_per_param if embedding_bytes_per_param is None else embedding_bytes_per_param)
+    params = family.count_parameters(text_config)
+    embedding_bytes = params.embedding * (
+        bytes_per_param if embedding_bytes_per_param is None else embedding_bytes_per_param)
     return DecodeFootprint(
         name=name,
-        total_params=total,
-        active_params=active,
-        weight_bytes=embedding_bytes + (active - embedding) * bytes_per_param,
+        total_params=params.total,
+        active_params=params.active,
+        weight_bytes=embedding_bytes + (params.active - params.embedding) * bytes_per_param,
         kv_bytes=_kv_bytes(text_config, context_tokens, kv_bytes_per_element),
     )
 
@@ -195,7 +153,7 @@ def _dtype_of(quant_method: str | None, quant_algo: str | None) -> str:
         return "nvfp4"
     if "FP8" in algo:
         return "fp8"
-    # Shipped facts name a method without an algorithm only for NVFP4 repackagings (the config module
+    # Shipped facts name a method without an algorithm only for NVFP4 repackagings (specdraft.planning
     # prices them the same way).
     return "nvfp4" if quant_method else "bf16"
 

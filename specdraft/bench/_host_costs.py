@@ -10,29 +10,67 @@ import json
 from functools import lru_cache
 from importlib import resources
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from specdraft.bench._tuner import HostCost, host_cost_from_ms
 from specdraft.errors import UserError
 
 
+class KnownHostCost(BaseModel):
+    """One measured path: its host line (``per_step_ms``, ``per_draft_token_ms``), the GPU-side c and o of
+    tune's GPU line, and where it was measured."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    method: str
+    vllm: str
+    async_scheduling: bool
+    drafter: str
+    target: str
+    gpu: str
+    host: str
+    measured_at_k: int = Field(ge=1)
+    per_step_ms: float = Field(ge=0)
+    """Host time of one step outside drafting."""
+    per_draft_token_ms: float = Field(gt=0)
+    """Host time to launch one draft forward."""
+    gpu_draft_ms_per_token: float = Field(gt=0)
+    """Drafter GPU time per drafted token: c times the target's step."""
+    gpu_idle_ms_per_step: float = Field(ge=0)
+    gpu_overhead_ms_per_step: float = Field(ge=0)
+    """o times the target's step (see the file's ``_about``)."""
+    trace: str
+    """The profile it was read from, relative to the repository root."""
+    source: str
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.per_step_ms} ms per step + {self.per_draft_token_ms} ms per drafted token, "
+                f"measured for {self.method} on vLLM {self.vllm} (async scheduling "
+                f"{'on' if self.async_scheduling else 'off'}, {self.drafter}) on {self.gpu} at K = {self.measured_at_k}")
+
+    def host_cost(self, target_step_ms: float) -> HostCost:
+        """This entry's host line in units of ``target_step_ms``."""
+        return host_cost_from_ms(self.per_step_ms, self.per_draft_token_ms, target_step_ms,
+                                 source=f"known: {self.describe()}")
+
+
 @lru_cache(maxsize=1)
-def known_host_costs() -> dict[str, dict]:
-    """Name -> measured entry (per_step_ms, per_draft_token_ms and where it was measured)."""
+def known_host_costs() -> dict[str, KnownHostCost]:
+    """Name -> measured entry (keys starting with ``_`` document the file and are skipped)."""
     text = resources.files("specdraft.bench").joinpath("data/host_costs.json").read_text()
-    return {name: entry for name, entry in json.loads(text).items() if not name.startswith("_")}
+    return {name: KnownHostCost(name=name, **entry) for name, entry in json.loads(text).items()
+            if not name.startswith("_")}
 
 
-def describe(name: str) -> str:
-    e = known_host_costs()[name]
-    return (f"{name}: {e['per_step_ms']} ms per step + {e['per_draft_token_ms']} ms per drafted token, measured "
-            f"for {e['method']} on vLLM {e['vllm']} (async scheduling {'on' if e['async_scheduling'] else 'off'}, "
-            f"{e['drafter']}) on {e['gpu']} at K = {e['measured_at_k']}")
+def known_host_cost(name: str) -> KnownHostCost:
+    """The entry named ``name``; ``UserError`` naming the known ones otherwise."""
+    table = known_host_costs()
+    if name not in table:
+        raise UserError(f"no known host costs named {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
+    return table[name]
 
 
 def host_cost_named(name: str, target_step_ms: float) -> HostCost:
     """The named entry as a host line in units of ``target_step_ms``."""
-    table = known_host_costs()
-    if name not in table:
-        raise UserError(f"no known host costs named {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
-    e = table[name]
-    return host_cost_from_ms(e["per_step_ms"], e["per_draft_token_ms"], target_step_ms,
-                             source=f"known: {describe(name)}")
+    return known_host_cost(name).host_cost(target_step_ms)

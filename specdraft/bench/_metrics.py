@@ -15,9 +15,12 @@ Counters only grow, so a run is measured as the difference of two scrapes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from specdraft.errors import UserError
 
 DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -34,6 +37,11 @@ class SpecDecodeCounters:
     num_accepted_tokens: float
     accepted_per_position: tuple[float, ...]
     """Index i holds the count for vLLM's ``position="i"`` (draft position i + 1)."""
+
+    def __post_init__(self):
+        counts = (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens, *self.accepted_per_position)
+        if not all(math.isfinite(c) for c in counts):
+            raise ValueError(f"speculative-decoding counters must be finite numbers, got {counts}")
 
     def __sub__(self, before: "SpecDecodeCounters") -> "SpecDecodeCounters":
         width = max(len(self.accepted_per_position), len(before.accepted_per_position))
@@ -115,9 +123,13 @@ def parse_spec_decode_counters(metrics_text: str, model: str | None = None) -> S
     totals: dict[str, float] = {}
     per_position: dict[int, float] = {}
     samples = []
-    for family in text_string_to_metric_families(metrics_text):
-        if family.name in (DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION):
-            samples.extend((family.name, s) for s in family.samples if s.name.endswith("_total"))
+    try:
+        for family in text_string_to_metric_families(metrics_text):
+            if family.name in (DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION):
+                samples.extend((family.name, s) for s in family.samples if s.name.endswith("_total"))
+    except ValueError as err:
+        raise UserError(f"the server's /metrics is not in the Prometheus text format ({err})",
+                        hint="bench a vLLM OpenAI server, whose /metrics it reads") from None
     if not samples:
         return None
     names = {s.labels.get("model_name") for _, s in samples}
@@ -131,6 +143,10 @@ def parse_spec_decode_counters(metrics_text: str, model: str | None = None) -> S
         else:
             totals[family_name] = totals.get(family_name, 0.0) + sample.value
     width = max(per_position) + 1 if per_position else 0
+    if not all(math.isfinite(v) for v in (*totals.values(), *per_position.values())):
+        raise UserError("the server's /metrics reports a speculative-decoding counter that is not a finite number "
+                        f"({', '.join(f'{k}={v}' for k, v in totals.items())}; per position {per_position})",
+                        hint="restart the server; counters only count up from 0")
     return SpecDecodeCounters(
         totals.get(DRAFTS, 0.0),
         totals.get(DRAFT_TOKENS, 0.0),

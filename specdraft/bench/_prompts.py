@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from specdraft.errors import UserError
+from specdraft.jsonl import read_jsonl
 
 
 @dataclass(frozen=True)
@@ -43,22 +43,9 @@ BUILTIN_PROMPTS: tuple[Prompt, ...] = tuple(
 def load_prompts(path: Path) -> tuple[Prompt, ...]:
     """Prompts from a JSONL file: one object per line with ``"prompt": str``, ``"prompt": [token ids]``
     (for a server started with ``--skip-tokenizer-init``, e.g. dummy weights) or ``"messages": [...]``."""
-    path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise UserError(f"prompt file {path} does not exist",
-                        hint='write one JSON object per line: {"prompt": "..."} or {"messages": [...]}') from None
-    except OSError as err:
-        raise UserError(f"cannot read prompt file {path}: {err}") from None
     prompts = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path}:{number}: not JSON ({err.msg})") from None
+    for number, item in read_jsonl(path, what="prompt file",
+                                   hint='write one JSON object per line: {"prompt": "..."} or {"messages": [...]}'):
         prompt = item.get("prompt") if isinstance(item, dict) else None
         if isinstance(prompt, str):
             prompts.append(Prompt(text=prompt))

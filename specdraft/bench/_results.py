@@ -191,11 +191,29 @@ class BenchResult:
         )
 
     def save(self, path: Path) -> None:
-        """Write the result as JSON; written to a temporary file first, so a failure leaves nothing half-written."""
+        """Write the result as JSON; written to a temporary file first, so a failure leaves nothing half-written.
+        ``OSError`` when the file cannot be written (``check_result_path`` finds that out before a run)."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".partial")
+        tmp = _partial(path)
         tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
         tmp.replace(path)
+
+
+def _partial(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
+def check_result_path(path: Path) -> None:
+    """``UserError`` unless ``save`` can write ``path``: tried the way ``save`` writes, before anything is measured."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"--out {path} is a directory", hint=f"give a file name, e.g. --out {path / 'result.json'}")
+    try:
+        _partial(path).touch()
+        _partial(path).unlink()
+    except OSError as err:
+        raise UserError(f"cannot write the result to {path}: {err.strerror or err}",
+                        hint="pass --out a path in an existing, writable directory") from None
 
 
 def load_result(path: Path) -> BenchResult:
@@ -206,6 +224,9 @@ def load_result(path: Path) -> BenchResult:
     except FileNotFoundError:
         raise UserError(f"bench result {path} does not exist",
                         hint="write one with: python -m specdraft bench --base-url URL --model NAME --out RESULT.json") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a specdraft bench result (not UTF-8 text)",
+                        hint="write one with: python -m specdraft bench ... --out RESULT.json") from None
     except (OSError, json.JSONDecodeError) as err:
         raise UserError(f"cannot read bench result {path}: {err}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -213,7 +234,7 @@ def load_result(path: Path) -> BenchResult:
                         hint="write one with: python -m specdraft bench ... --out RESULT.json")
     try:
         return BenchResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError) as err:  # a field of the wrong shape or type
         raise UserError(f"{path}: malformed bench result ({type(err).__name__}: {err})") from None
 
 

@@ -35,6 +35,9 @@ ExtrapolationMethod = Literal["geometric", "none"]
 _MONOTONE_TOLERANCE = 1e-9
 # Speedups this close are a tie, and a tie goes to the smaller K (same speed, less draft work).
 _TIE_TOLERANCE = 1e-9
+# The largest K tune tabulates. Unconditional acceptance decays geometrically, so positions this far out add
+# nothing measurable, and a table of millions of rows would only make the command run for minutes.
+MAX_K = 64
 
 
 @dataclass(frozen=True)
@@ -263,8 +266,8 @@ def recommend(
     target step), ``overhead`` is o (fixed per-step cost in target steps, see ``overhead_fraction``),
     ``host`` the optional host line (``HostCost``). Ties go to the smaller K (same speed, less draft work).
     """
-    if max_k < 1:
-        raise UserError(f"--max-k must be at least 1, got {max_k}")
+    if not 1 <= max_k <= MAX_K:
+        raise UserError(f"--max-k must be between 1 and {MAX_K}, got {max_k}")
     _check_costs(cost_ratio, overhead)
     rates, extra = extend_acceptance(per_position, max_k, extrapolation)
     measured = extra.measured_positions

@@ -14,7 +14,16 @@ import json
 import sys
 from pathlib import Path
 
-from specdraft.bench import BUILTIN_PROMPTS, BenchResult, Progress, load_prompts, load_result, run_bench, served_models
+from specdraft.bench import (
+    BUILTIN_PROMPTS,
+    BenchResult,
+    Progress,
+    check_result_path,
+    load_prompts,
+    load_result,
+    run_bench,
+    served_models,
+)
 from specdraft.errors import ExitCode, UserError
 
 
@@ -115,21 +124,41 @@ def _compare_model(args) -> str:
 
 
 def run(args) -> ExitCode:
-    if args.compare_results:
-        result = load_result(args.compare_results[0]).with_baseline(load_result(args.compare_results[1]))
-    else:
-        if not args.base_url or not args.model:
-            raise UserError("bench needs --base-url and --model (or --compare-results A.json B.json)",
-                            hint="python -m specdraft bench --base-url http://localhost:8000 --model NAME")
-        prompts = load_prompts(args.prompts) if args.prompts else BUILTIN_PROMPTS
-        source = str(args.prompts) if args.prompts else "built-in"
-        common = dict(prompts=prompts, prompts_source=source, concurrency=args.concurrency,
-                      max_tokens=args.max_tokens, requests=args.requests, temperature=args.temperature)
-        result = run_bench(args.base_url, args.model, progress=_ProgressBar("bench"), **common)
-        if args.compare:
-            baseline = run_bench(args.compare, _compare_model(args), progress=_ProgressBar("compare"), **common)
-            result = result.with_baseline(baseline)
-    if args.out:
-        result.save(args.out)
+    if args.out:  # before measuring: a run that cannot be saved should not start
+        check_result_path(args.out)
+    result = _compared(args) if args.compare_results else _measured(args)
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    if args.out:
+        _save(result, args)
     return ExitCode.OK
+
+
+def _compared(args) -> BenchResult:
+    return load_result(args.compare_results[0]).with_baseline(load_result(args.compare_results[1]))
+
+
+def _measured(args) -> BenchResult:
+    if not args.base_url or not args.model:
+        raise UserError("bench needs --base-url and --model (or --compare-results A.json B.json)",
+                        hint="python -m specdraft bench --base-url http://localhost:8000 --model NAME")
+    prompts = load_prompts(args.prompts) if args.prompts else BUILTIN_PROMPTS
+    source = str(args.prompts) if args.prompts else "built-in"
+    common = dict(prompts=prompts, prompts_source=source, concurrency=args.concurrency,
+                  max_tokens=args.max_tokens, requests=args.requests, temperature=args.temperature)
+    result = run_bench(args.base_url, args.model, progress=_ProgressBar("bench"), **common)
+    if args.compare:
+        baseline = run_bench(args.compare, _compare_model(args), progress=_ProgressBar("compare"), **common)
+        result = result.with_baseline(baseline)
+    return result
+
+
+def _save(result: BenchResult, args) -> None:
+    """Write ``--out``; if that fails after all (the disk filled, the directory went away), the measurement
+    is printed as JSON so that it is not lost."""
+    try:
+        result.save(args.out)
+    except OSError as err:
+        if not args.json:
+            print(json.dumps(result.to_json(), indent=2))
+        raise UserError(f"cannot write the result to {args.out}: {err.strerror or err}; it is printed above as JSON",
+                        hint="save that JSON to a file; tune --from-bench and bench --compare-results read it") from None

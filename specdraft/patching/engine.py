@@ -314,8 +314,8 @@ def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
     ((path, function),) = sites
     hotfix = entry.load()
     context = {name: tree.read_ast(tree.file_of(name)) if tree.file_of(name).is_file() else None for name in entry.context}
-    finding = hotfix.inspect(function, tree.parse(path), context)
-    status_now, detail = finding.status, finding.detail
+    inspection = hotfix.inspect(function, tree.parse(path), context)
+    status_now, detail = inspection.status, inspection.detail
     if status_now is Status.APPLIED and not hotfix.has_marker(function):
         status_now = Status.FIXED_UPSTREAM
     elif status_now is not Status.APPLIED and hotfix.has_marker(function):

@@ -27,7 +27,7 @@ The contract between a hotfix and the engine:
 - the engine finds the single top-level ``def function`` (or ``class function``, for an edit that
   adds a method) in the expected modules (or, if a release moved it, in a sibling module of the
   same package) and hands its ``FunctionDef`` (``ClassDef``) to ``inspect``;
-- ``inspect`` answers a ``Finding``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
+- ``inspect`` answers an ``Inspection``: ``PENDING`` (the anchor is there once, ``rewrite`` will apply),
   ``APPLIED`` / ``FIXED_UPSTREAM`` (the fixed form is there, with / without our marker; the engine
   tells the two apart with ``has_marker``), or ``DRIFTED`` with a reason; it also gets the whole
   module, to check what the edit relies on there (an import, say), and the ``context`` modules
@@ -74,8 +74,8 @@ class Trait(_Words):
 
 
 @dataclass(frozen=True)
-class Finding:
-    """What ``Hotfix.inspect`` saw in the function: a status and why."""
+class Inspection:
+    """What ``Hotfix.inspect`` saw in the function: a status and why (the engine reports it in a ``HotfixReport``)."""
 
     status: Status
     detail: str = ""
@@ -134,7 +134,7 @@ class Hotfix:
         return f"specdraft-hotfix: {self.id}"
 
     def inspect(self, function: cst.FunctionDef | cst.ClassDef, module: cst.Module,
-                context: Mapping[str, ast.Module | None]) -> Finding:
+                context: Mapping[str, ast.Module | None]) -> Inspection:
         """Where the function stands; ``module`` is its whole module, ``context`` the ``context`` modules."""
         raise NotImplementedError
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from specdraft.cache import cache_root
 from specdraft.patching.journal import write_atomically
 
 _ENGINE_SOURCES = ("engine.py", "hotfix.py", "anchors.py", "status_memo.py")
@@ -22,8 +22,7 @@ _KEEP = 256
 
 class StatusMemo:
     def __init__(self, path: Path | None = None):
-        cache = Path(os.environ.get("SPECDRAFT_CACHE", Path.home() / ".cache" / "specdraft"))
-        self.path = path or cache / "patch-status.json"
+        self.path = path or cache_root() / "patch-status.json"
         try:
             self._decisions: dict[str, dict] = json.loads(self.path.read_text())
         except (OSError, ValueError):

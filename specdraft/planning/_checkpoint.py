@@ -14,33 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.errors import UserError
+from specdraft.families import LayerKV, ModelFamily, family_of, rules_for
+from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.quantization import read_quantization
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
 Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
 
-# Named special tokens whose ids must agree between draft and target (the draft reuses the
-# target's tokenizer, so a draft trained with other ids proposes the wrong tokens).
-SPECIAL_TOKEN_NAMES = ("<bos>", "<eos>", "<pad>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>",
-                       "<|tool_call>", "<tool_call|>")
 BF16_BYTES = 2
 TOKENIZER_HEAD_BYTES = 8 * 2**20
 VALIDATED_MODELOPT = "modelopt"
 # NVFP4: 4-bit weights plus one FP8 scale per 16 weights.
 NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
-
-
-@dataclass(frozen=True)
-class LayerKV:
-    """The KV cache one decoder layer owns."""
-
-    kind: Literal["full", "sliding"]
-    kv_heads: int
-    head_dim: int
-    shared: bool
-    """True when the layer reads another layer's cache and owns none."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +93,14 @@ class Checkpoint:
         return int(self.text_config.get("num_kv_shared_layers") or 0)
 
     @property
+    def family(self) -> ModelFamily | None:
+        """The model family the config belongs to (None: no family specdraft knows)."""
+        return family_of(self.config)
+
+    @property
     def is_assistant(self) -> bool:
-        """A Gemma 4 MTP drafter (``gemma4_assistant``): served with ``method: mtp``."""
-        return "assistant" in (self.model_type or "")
+        """An MTP drafter (Gemma 4's ``gemma4_assistant``): served with ``method: mtp``."""
+        return rules_for(self.config).is_assistant(self.config)
 
     @property
     def is_multimodal(self) -> bool:
@@ -119,8 +110,8 @@ class Checkpoint:
 
     @property
     def template_variant(self) -> Literal["e", "large"]:
-        """Gemma 4 E-series checkpoints (per-layer input embeddings) use the "e" chat template."""
-        return "e" if (self.text_config.get("hidden_size_per_layer_input") or 0) > 0 else "large"
+        """The chat-template variant that serves it (Gemma 4 E-series: ``e``, the rest ``large``)."""
+        return rules_for(self.config).template_variant(self.config)
 
     @property
     def dtype_bytes(self) -> int:
@@ -128,28 +119,8 @@ class Checkpoint:
         return 4 if dtype == "float32" else BF16_BYTES
 
     def kv_layers(self) -> list[LayerKV]:
-        """Per decoder layer: its kind, KV heads, head size and whether it shares another's cache.
-
-        Full-attention layers use ``global_head_dim`` and, only with ``attention_k_eq_v``,
-        ``num_global_key_value_heads`` (transformers' Gemma4TextConfig, vLLM's gemma4 layer config).
-        """
-        text = self.text_config
-        count = int(text.get("num_hidden_layers") or 0)
-        types = text.get("layer_types") or ["full_attention"] * count
-        shared_from = count - (count if self.is_assistant else self.num_kv_shared_layers)
-        head_dim = int(text.get("head_dim") or 0)
-        kv_heads = int(text.get("num_key_value_heads") or 0)
-        global_heads = text.get("num_global_key_value_heads") if text.get("attention_k_eq_v") else None
-        layers = []
-        for index, layer_type in enumerate(types):
-            full = layer_type == "full_attention"
-            layers.append(LayerKV(
-                kind="full" if full else "sliding",
-                kv_heads=int(global_heads or kv_heads) if full else kv_heads,
-                head_dim=int(text.get("global_head_dim") or head_dim) if full else head_dim,
-                shared=index >= shared_from,
-            ))
-        return layers
+        """Per decoder layer: its kind, KV heads, head size and whether it shares another's cache."""
+        return rules_for(self.config).kv_layers(self.config)
 
     def summary(self) -> dict:
         """A JSON-able digest for ``--json`` output."""
@@ -214,8 +185,11 @@ def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], t
              if isinstance(t, dict)]
     if not added and directory:
         added = _tokenizer_json_added_tokens(directory / "tokenizer.json")
+    # The draft reuses the target's tokenizer, so a draft trained with other ids for these proposes
+    # the wrong tokens.
+    pairing = rules_for(config).pairing_tokens
     for token in added:
-        if token.get("content") in SPECIAL_TOKEN_NAMES:
+        if token.get("content") in pairing:
             ids[token["content"]] = int(token["id"])
     return ids, eos_ids
 
@@ -241,10 +215,7 @@ def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -
     """Weight bytes from a parameter count: BF16, or NVFP4 for everything but the embeddings."""
     if quant_method is None:
         return params * BF16_BYTES
-    text = config.get("text_config") or config
-    vocab, hidden = int(text.get("vocab_size") or 0), int(text.get("hidden_size") or 0)
-    embedded = vocab * hidden + int(text.get("vocab_size_per_layer_input") or 0) * int(
-        text.get("num_hidden_layers") or 0) * int(text.get("hidden_size_per_layer_input") or 0)
+    embedded = rules_for(config).embedding_params(config)
     return int(embedded * BF16_BYTES + max(params - embedded, 0) * NVFP4_BYTES_PER_PARAM)
 
 

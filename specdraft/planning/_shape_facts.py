@@ -14,14 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-_SIZE_IN_NAME = re.compile(r"(?<![0-9a-z])(e2b|e4b|12b|26b-a4b|31b)(?![0-9a-z])")
-_SIZE_TO_BASE = {
-    "e2b": "google/gemma-4-E2B-it",
-    "e4b": "google/gemma-4-E4B-it",
-    "12b": "google/gemma-4-12B-it",
-    "26b-a4b": "google/gemma-4-26B-A4B-it",
-    "31b": "google/gemma-4-31B-it",
-}
+from specdraft.families import FAMILIES, rules_for
+
 _FOOTPRINT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|GB)")
 
 
@@ -92,9 +86,9 @@ def _reported_footprint(entry: dict) -> tuple[int, str] | None:
 
 
 def _as_text_only(config: dict) -> dict:
-    """The config of a repackaging that stripped the vision/audio towers (Gemma4ForCausalLM)."""
+    """The config of a repackaging that stripped the vision/audio towers (Gemma 4: Gemma4ForCausalLM)."""
     stripped = {k: v for k, v in config.items() if k not in ("vision_config", "audio_config")}
-    stripped["architectures"] = ["Gemma4ForCausalLM"]
+    stripped["architectures"] = [rules_for(config).text_only_architecture]
     return stripped
 
 
@@ -124,7 +118,7 @@ def find_shape_facts(repo_id: str) -> ShapeFacts | None:
         if base_config is not None:
             base_key, config = base_config
             architecture = str(info.get("architecture", ""))
-            text_only = architecture.startswith("Gemma4ForCausalLM")
+            text_only = architecture.startswith(rules_for(config).text_only_architecture)
             if text_only:
                 config = _as_text_only(config)
             footprint = _reported_footprint(info)
@@ -140,10 +134,8 @@ def find_shape_facts(repo_id: str) -> ShapeFacts | None:
                 language_model_params=params.get("language_model_params"),
                 hf_params=params.get("hf_params"),
             )
-    match = _SIZE_IN_NAME.search(repo_id.lower())
-    if match is not None:
-        assistant = "assistant" in repo_id.lower()
-        base = _SIZE_TO_BASE[match.group(1)] + ("-assistant" if assistant else "")
+    base = next((b for b in (family.base_repo_for(repo_id) for family in FAMILIES) if b), None)
+    if base is not None:
         key, config = _model_config(base) or (None, None)
         if config is not None:
             params = _params(key)
@@ -158,6 +150,7 @@ def find_shape_facts(repo_id: str) -> ShapeFacts | None:
 
 
 def shipped_assistants() -> list[ShapeFacts]:
-    """The shape facts of Google's Gemma 4 MTP assistants that ship with specdraft, one per size."""
-    found = (find_shape_facts(base + "-assistant") for base in _SIZE_TO_BASE.values())
+    """The shape facts of the MTP assistants that ship with specdraft (Google's for Gemma 4), one per size."""
+    repos = (family.assistant_repo_for(base) for family in FAMILIES for base in family.base_repos.values())
+    found = (find_shape_facts(repo) for repo in repos if repo)
     return [facts for facts in found if facts is not None]

@@ -13,9 +13,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specdraft.findings import Finding
+from specdraft.cache import cache_root
 from specdraft.errors import UserError
+from specdraft.findings import Finding
+
+if TYPE_CHECKING:
+    from specdraft.templates import TemplateFinding
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,7 @@ class TemplateChoice:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("SPECDRAFT_CACHE") or Path.home() / ".cache" / "specdraft") / "template-checks"
+    return cache_root() / "template-checks"
 
 
 def _checker_fingerprint(templates_package: Path) -> str:
@@ -38,32 +43,38 @@ def _checker_fingerprint(templates_package: Path) -> str:
     return digest.hexdigest()
 
 
-def _check(source: str, variant: str, detect: bool) -> dict:
-    """``{"variant": ..., "problems": [{"rule", "message", "fix"}]}``, from the cache or a fresh check."""
+def _check(source: str, variant: str, detect: bool) -> tuple[str | None, tuple[Finding, ...]]:
+    """The template's variant and the launch plan's findings about it, from the cache or a fresh check."""
     import specdraft.templates as templates
 
     key = hashlib.sha256("\0".join([source, variant, str(detect),
                                     _checker_fingerprint(Path(templates.__file__).parent)]).encode()).hexdigest()
     cached = _cache_dir() / f"{key}.json"
     try:
-        return json.loads(cached.read_text())
-    except (OSError, ValueError):
+        verdict = json.loads(cached.read_text())
+        return verdict["variant"], tuple(Finding.model_validate(f) for f in verdict["findings"])
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     from specdraft.templates.check import detect_variant
 
     try:
-        problems = [{"rule": f.rule, "message": f"{f.rule} in scenario {f.scenario} ({f.content_format}): "
-                                                f"{f.message}", "fix": f.fix}
-                    for f in templates.check_template(source, variant)]
+        findings = tuple(_as_plan_finding(f) for f in templates.check_template(source, variant))
         found_variant = detect_variant(source) if detect else variant
     except templates.TemplateSourceError as err:
-        problems, found_variant = [{"rule": "syntax", "message": f"does not compile: {err}", "fix": ""}], None
-    verdict = {"variant": found_variant, "problems": problems}
+        findings = (Finding(level="error", check="chat-template", message=f"does not compile: {err}"),)
+        found_variant = None
     cached.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as handle:
-        json.dump(verdict, handle)
+        json.dump({"variant": found_variant, "findings": [f.model_dump() for f in findings]}, handle)
     os.replace(handle.name, cached)
-    return verdict
+    return found_variant, findings
+
+
+def _as_plan_finding(finding: TemplateFinding) -> Finding:
+    """A leak rule's finding under the plan's one ``chat-template`` check, naming the rule and scenario."""
+    where = f"in scenario {finding.scenario} ({finding.content_format})"
+    return Finding(level=finding.level, check="chat-template", hint=finding.hint or None,
+                   message=f"{finding.check} {where}: {finding.message}")
 
 
 def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
@@ -85,7 +96,5 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
         return TemplateChoice(path=path, variant=None, findings=(Finding(
             level="warning", check="chat-template",
             message=f"{path} not checked: specdraft.templates is not in this build"),))
-    verdict = _check(path.read_text(), variant, detect=requested is not None)
-    findings = tuple(Finding(level="error", check="chat-template", message=p["message"], hint=p["fix"] or None)
-                     for p in verdict["problems"])
-    return TemplateChoice(path=path, variant=verdict["variant"], findings=findings)
+    found_variant, findings = _check(path.read_text(), variant, detect=requested is not None)
+    return TemplateChoice(path=path, variant=found_variant, findings=findings)

@@ -7,12 +7,12 @@ NVFP4/FP8 max calibration only needs activation ranges, and a few dozen sequence
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
 
 from specdraft.errors import UserError
+from specdraft.jsonl import read_jsonl
 
 BUILTIN_SAMPLES: tuple[tuple[str, str], ...] = (
     ("What is speculative decoding, in two sentences?",
@@ -130,16 +130,10 @@ def _encode(tokenizer: Any, item: str | list[dict]) -> list[int]:
 def _read_calibration_file(path: Path) -> list[str | list[dict]]:
     if not path.is_file():
         raise UserError(f"calibration file {path} does not exist", hint="pass --calib builtin, or a .txt / .jsonl file")
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         items: list[str | list[dict]] = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise UserError(f"{path}:{number}: not JSON ({err.msg})") from None
+        for number, record in read_jsonl(path, what="calibration file",
+                                         hint='write one {"text": ...} or {"messages": [...]} per line'):
             if isinstance(record, dict) and isinstance(record.get("messages"), list):
                 items.append(record["messages"])
             elif isinstance(record, dict) and isinstance(record.get("text"), str):
@@ -147,6 +141,7 @@ def _read_calibration_file(path: Path) -> list[str | list[dict]]:
             else:
                 raise UserError(f"{path}:{number}: expected {{\"text\": ...}} or {{\"messages\": [...]}}")
     else:
+        text = path.read_text(encoding="utf-8")
         items = [chunk.strip() for chunk in text.split("\n\n") if chunk.strip()]
     if not items:
         raise UserError(f"calibration file {path} has no samples")

@@ -24,6 +24,8 @@ import re
 from typing import Literal
 
 from specdraft.errors import UserError
+from specdraft.families.gemma4 import EMBEDDER_PROJECTIONS as _EMBEDDERS
+from specdraft.families.gemma4 import UNQUANTIZED_TOWER_PREFIXES as _UNQUANTIZABLE_PREFIXES
 from specdraft.findings import Finding
 from specdraft.quantization.inspect import (
     VLLM_LEGACY_FILE_QUANT_ALGOS,
@@ -36,13 +38,6 @@ Fp4KernelPath = Literal["native", "marlin-weight-only", "unsupported"]
 NATIVE_FP4_MIN_CAPABILITY = 100
 MARLIN_FP4_MIN_CAPABILITY = 75
 MODELOPT_FP8_MIN_CAPABILITY = 89
-
-# Gemma 4 modules vLLM builds without quantization, so their weights must stay BF16:
-# the towers come from transformers' AutoModel (vllm gemma4_mm.py), never quantized.
-_UNQUANTIZABLE_PREFIXES = ("model.vision_tower", "model.audio_tower", "vision_tower", "audio_tower")
-# The multimodal embedders' projections vLLM quantizes unless the checkpoint excludes them
-# (gemma4_mm.py: tower_quant = quant_config when the vision dims divide by 64).
-_EMBEDDERS = {"vision": "model.embed_vision.embedding_projection", "audio": "model.embed_audio.embedding_projection"}
 
 
 def parse_compute_capability(value: int | float | str | tuple[int, int]) -> int:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
+from specdraft.families import rules_for
 from specdraft.safetensors_index import TensorEntry, dtype_counts, read_tensor_index
 
 QuantizationFormat = Literal["modelopt", "compressed-tensors", "other"]
@@ -173,7 +174,7 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
         "tensor_dtypes": dtype_counts(index),
         "quantized_modules": quantized_modules(index),
         "multimodal_parts": tuple(part for part in ("vision", "audio") if config.get(f"{part}_config")),
-        "kv_shared_layers": kv_shared_layers(config.get("text_config") or config),
+        "kv_shared_layers": rules_for(config).kv_shared_layers(config),
         "raw": block,
         "legacy_file": legacy,
     }
@@ -204,13 +205,6 @@ def quantized_modules(index: dict[str, TensorEntry]) -> tuple[str, ...]:
         if leaf == "weight_packed" or (leaf == "weight" and entry.dtype in _QUANTIZED_DTYPES):
             modules.add(module)
     return tuple(sorted(modules))
-
-
-def kv_shared_layers(text_config: dict[str, Any]) -> tuple[int, ...]:
-    """Indices of the layers that reuse an earlier layer's KV cache (the last ``num_kv_shared_layers``)."""
-    layers = int(text_config.get("num_hidden_layers") or 0)
-    shared = int(text_config.get("num_kv_shared_layers") or 0)
-    return tuple(range(layers - shared, layers)) if shared and layers else ()
 
 
 def _is_modelopt_file(block: dict[str, Any]) -> bool:

@@ -44,8 +44,10 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from specdraft.errors import RefusedError, UserError
+from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
+from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
 from specdraft.quantization.checks import Finding, check_quantization
-from specdraft.quantization.inspect import QuantizationInfo, kv_shared_layers, read_quantization
+from specdraft.quantization.inspect import QuantizationInfo, read_quantization
 from specdraft.safetensors_index import element_count, read_tensor_index, safetensors_files
 
 DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
@@ -56,8 +58,6 @@ SCHEME_PRESETS: dict[str, tuple[str, str]] = {
     "nvfp4-a16": ("W4A16_NVFP4_CFG", "W4A16_NVFP4"),
     "fp8": ("FP8_DEFAULT_CFG", "FP8"),
 }
-GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM")
-GEMMA4_ALWAYS_EXCLUDED = ("*lm_head*", "*vision_tower*", "*embed_vision*", "*audio_tower*", "*embed_audio*")
 
 # Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
 # Measured on the CPU with ModelOpt 0.47 (peak RSS): 2.7M parameters -> 0.54 GB, a 398M-parameter
@@ -93,7 +93,7 @@ class QuantizePlan:
 
     @property
     def output_architecture(self) -> str:
-        return "Gemma4ForCausalLM" if self.text_only else self.architecture
+        return TEXT_ONLY_ARCHITECTURE if self.text_only else self.architecture
 
 
 @dataclass
@@ -153,9 +153,8 @@ def plan_quantization(
             f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
             hint="run it on a machine with more memory (or a GPU: --device cuda)",
         )
-    text_config = config.get("text_config") or config
-    kv_shared = kv_shared_layers(text_config)
-    exclusions = GEMMA4_ALWAYS_EXCLUDED + tuple(f"*layers.{i}.self_attn*" for i in kv_shared) + tuple(extra_exclusions)
+    kv_shared = GEMMA4.kv_shared_layers(config)
+    exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
     return QuantizePlan(
         model_dir=model_dir, architecture=architecture, scheme=scheme, exclusions=exclusions,
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
@@ -218,7 +217,7 @@ def quantize_draft(
     with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
         model = mtq.quantize(model, quant_config, forward_loop)
     seconds["calibrate"] = time.perf_counter() - phase
-    if plan.text_only and plan.architecture != "Gemma4ForCausalLM":
+    if plan.text_only and plan.architecture != TEXT_ONLY_ARCHITECTURE:
         model = _language_model_only(model, transformers, torch)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -338,7 +337,7 @@ def _language_model_only(model: Any, transformers: Any, torch: Any) -> Any:
         text_model = transformers.Gemma4ForCausalLM(model.config.text_config)
     text_model.model = model.model.language_model
     text_model.lm_head = model.lm_head
-    text_model.config.architectures = ["Gemma4ForCausalLM"]
+    text_model.config.architectures = [TEXT_ONLY_ARCHITECTURE]
     return text_model.eval()
 
 
@@ -360,7 +359,7 @@ def _keep_source_config(source: Path, target: Path, *, text_only: bool = False) 
         for key in _TEXT_ONLY_INHERITED:
             if key not in text and key in config:
                 text[key] = config[key]
-        config = {"architectures": ["Gemma4ForCausalLM"], **text, "model_type": "gemma4_text"}
+        config = {"architectures": [TEXT_ONLY_ARCHITECTURE], **text, "model_type": TEXT_MODEL_TYPE}
     config["quantization_config"] = exported["quantization_config"]
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 

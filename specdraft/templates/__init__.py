@@ -1,13 +1,13 @@
 """Gemma 4 chat templates: render them as vLLM does, prove they cannot leak thoughts, probe live servers.
 
 - ``check_template(source, variant)`` renders the scenario matrix (``SCENARIOS``) in both content
-  formats vLLM can pass and returns a ``Finding`` per rule violation;
+  formats vLLM can pass and returns a ``TemplateFinding`` (a ``specdraft.findings.Finding``) per rule violation;
 - ``shipped_template(variant)`` is the path of the template specdraft ships for ``"e"`` or ``"large"``;
 - ``render_chat`` is the renderer itself (transformers' own, behind vLLM's request handling);
 - ``probe_server`` sends scenario requests to a running OpenAI-compatible server and scans the answers.
 """
 
-from specdraft.templates.check import Finding, check_template, render_matrix
+from specdraft.templates.check import TemplateFinding, check_template, render_matrix
 from specdraft.templates.probe import PROBE_REQUESTS, ProbeResult, probe_server, scan_message
 from specdraft.templates.rendering import TemplateRenderError, TemplateSourceError, render_chat
 from specdraft.templates.rules import RULES, VARIANTS, Variant
@@ -15,12 +15,12 @@ from specdraft.templates.scenarios import SCENARIOS, Scenario
 from specdraft.templates.shipped import shipped_template
 
 __all__ = [
-    "Finding",
     "PROBE_REQUESTS",
     "ProbeResult",
     "RULES",
     "SCENARIOS",
     "Scenario",
+    "TemplateFinding",
     "TemplateRenderError",
     "TemplateSourceError",
     "VARIANTS",

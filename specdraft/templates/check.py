@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from specdraft.findings import Finding, Level
 from specdraft.templates.rendering import (
     CONTENT_FORMATS,
     ContentFormat,
@@ -17,19 +18,28 @@ from specdraft.templates.scenarios import SCENARIOS, Scenario
 EXCERPT_CONTEXT = 60
 
 
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    """Stable rule id, e.g. ``thought-replayed``."""
+class TemplateFinding(Finding):
+    """A leak rule's verdict on one rendered scenario: ``check`` is the stable rule id (e.g.
+    ``thought-replayed``), ``hint`` the fix."""
+
+    level: Level = "error"
     scenario: str
     content_format: ContentFormat
-    message: str
     excerpt: str
     """The rendered prompt around the problem, newlines shown as ``\\n``, cut ends marked with ``…``."""
-    fix: str
+
+    @property
+    def rule(self) -> str:
+        return self.check
+
+    @property
+    def fix(self) -> str:
+        return self.hint or ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The ``template check --json`` form."""
+        return {"rule": self.rule, "scenario": self.scenario, "content_format": self.content_format,
+                "message": self.message, "excerpt": self.excerpt, "fix": self.fix}
 
 
 @dataclass(frozen=True)
@@ -67,21 +77,23 @@ def render_matrix(source: str) -> list[RenderedScenario]:
     return rendered
 
 
-def _findings(item: RenderedScenario, variant: Variant) -> list[Finding]:
+def _findings(item: RenderedScenario, variant: Variant) -> list[TemplateFinding]:
     s, fmt = item.scenario, item.content_format
     if item.error is not None:
         if item.error.rejected and s.thinking_is_malformed:
             return []  # refusing a non-boolean enable_thinking is the right answer
-        return [Finding("render-error", s.id, fmt, f"rendering failed: {item.error.message}", "", RENDER_ERROR_FIX)]
+        return [TemplateFinding(check="render-error", scenario=s.id, content_format=fmt, excerpt="",
+                                message=f"rendering failed: {item.error.message}", hint=RENDER_ERROR_FIX)]
     rendering = Rendering(item.prompt, s, fmt, variant)
     return [
-        Finding(rule.id, s.id, fmt, problem.message, excerpt(item.prompt, problem.start, problem.end), rule.fix)
+        TemplateFinding(check=rule.id, scenario=s.id, content_format=fmt, message=problem.message,
+                        excerpt=excerpt(item.prompt, problem.start, problem.end), hint=rule.fix)
         for rule in RULES
         for problem in rule.check(rendering)
     ]
 
 
-def check_template(source: str, variant: Variant) -> list[Finding]:
+def check_template(source: str, variant: Variant) -> list[TemplateFinding]:
     """Findings for a Gemma 4 chat template: an empty list means no scenario showed a leak or a format defect.
 
     ``variant`` is ``"e"`` (E2B/E4B) or ``"large"`` (26B-A4B/31B): they differ only in the thinking-off

@@ -14,22 +14,35 @@ from typing import Any, Callable, Mapping
 
 import httpx
 
+from specdraft.errors import UserError
+from specdraft.families.gemma4 import (
+    CHANNEL_CLOSE,
+    CHANNEL_OPEN,
+    STRING_DELIMITER,
+    THINK,
+    THOUGHT_LABEL,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    TOOL_RESPONSE_OPEN,
+    TURN_CLOSE,
+    TURN_OPEN,
+)
 from specdraft.templates.scenarios import TOOLS
 
 CONTENT_MARKERS = (
-    "<|channel>",
-    "<channel|>",
-    "<|channel|>",
-    "<|tool_call>",
-    "<tool_call|>",
-    '<|"|>',
-    "<|tool_response>",
-    "<tool_response|>",
-    "<turn|>",
-    "<|turn>",
-    "<|think|>",
+    CHANNEL_OPEN,
+    CHANNEL_CLOSE,
+    "<|channel|>",  # the gpt-oss spelling some recipes and parsers use by mistake
+    TOOL_CALL_OPEN,
+    TOOL_CALL_CLOSE,
+    STRING_DELIMITER,
+    TOOL_RESPONSE_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    TURN_CLOSE,
+    TURN_OPEN,
+    THINK,
 )
-THOUGHT_LABEL = "thought\n"
 
 
 @dataclass(frozen=True)
@@ -133,11 +146,36 @@ def _reasoning_of(message: Mapping[str, Any]) -> str:
     return message.get("reasoning") or message.get("reasoning_content") or ""
 
 
+def _not_a_chat_completion(response: httpx.Response, text: str) -> UserError:
+    return UserError(f"{response.request.url} answered with something that is not an OpenAI chat completion: "
+                     f"{text[:120]!r}", hint="point --base-url at the OpenAI root of a vLLM server, e.g. "
+                                             "http://localhost:8000/v1")
+
+
+def _reply_json(text: str, response: httpx.Response) -> Any:
+    """The reply parsed as JSON; a reply that is not JSON (a web page, a proxy's error) is a ``UserError``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise _not_a_chat_completion(response, text) from None
+
+
+def _completion_message(data: Any) -> Mapping[str, Any]:
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        message = None
+    if not isinstance(message, dict):
+        raise UserError(f"the server's reply has no choices[0].message: {json.dumps(data)[:120]}",
+                        hint="point --base-url at the OpenAI root of a vLLM server, e.g. http://localhost:8000/v1")
+    return message
+
+
 def _send(client: httpx.Client, body: dict, result: ProbeResult) -> None:
     if not result.stream:
         response = client.post("/chat/completions", json=body)
         response.raise_for_status()
-        message = response.json()["choices"][0]["message"]
+        message = _completion_message(_reply_json(response.text, response))
         result.content = message.get("content") or ""
         result.reasoning = _reasoning_of(message)
         result.tool_calls = message.get("tool_calls") or []
@@ -149,7 +187,9 @@ def _send(client: httpx.Client, body: dict, result: ProbeResult) -> None:
         for line in response.iter_lines():
             if not line.startswith("data:") or line.strip() == "data: [DONE]":
                 continue
-            chunk = json.loads(line[len("data:") :])
+            chunk = _reply_json(line[len("data:") :], response)
+            if not isinstance(chunk, dict):
+                raise _not_a_chat_completion(response, line)
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
                 result.content += delta.get("content") or ""

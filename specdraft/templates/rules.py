@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal
+from typing import Callable, Iterator
 
+from specdraft.families.gemma4 import (
+    BOS,
+    CHANNEL_CLOSE,
+    CHANNEL_OPEN,
+    MARKER_PAIRS as PAIRS,
+    ROLES,
+    TEMPLATE_VARIANTS as VARIANTS,
+    THINK,
+    TURN_CLOSE,
+    TURN_OPEN,
+    TemplateVariant as Variant,
+)
 from specdraft.templates.rendering import ContentFormat
 from specdraft.templates.scenarios import Scenario
 
-Variant = Literal["e", "large"]
-VARIANTS: tuple[Variant, ...] = ("e", "large")
-
-BOS = "<bos>"
-TURN_OPEN, TURN_CLOSE = "<|turn>", "<turn|>"
-CHANNEL_OPEN, CHANNEL_CLOSE = "<|channel>", "<channel|>"
-THINK = "<|think|>"
 EMPTY_THOUGHT = "<|channel>thought\n<channel|>"
 MODEL_PROMPT = "<|turn>model\n"
-PAIRS = {
-    TURN_OPEN: TURN_CLOSE,
-    CHANNEL_OPEN: CHANNEL_CLOSE,
-    "<|tool>": "<tool|>",
-    "<|tool_call>": "<tool_call|>",
-    "<|tool_response>": "<tool_response|>",
-}
 CLOSERS = {close: open_ for open_, close in PAIRS.items()}
 _MARKER = re.compile("|".join(re.escape(m) for m in [*PAIRS, *CLOSERS]))
 WRONG_SPELLINGS = (
@@ -44,7 +42,6 @@ WRONG_SPELLINGS = (
     "<|tool_call|>",
     "<|tool_response|>",
 )
-ROLES = ("system", "user", "model")
 
 
 @dataclass(frozen=True)

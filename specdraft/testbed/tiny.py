@@ -30,10 +30,22 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from specdraft.errors import UserError
-from specdraft.testbed.tokenizer import SPECIAL_TOKENS, write_tokenizer
+from specdraft.families.gemma4 import (
+    ASSISTANT_ARCHITECTURE,
+    ASSISTANT_MODEL_TYPE,
+    BOS,
+    PAD,
+    SPECIAL_TOKENS,
+    STOP_TOKENS,
+    TEXT_MODEL_TYPE,
+    TEXT_ONLY_ARCHITECTURE,
+    TOOL_RESPONSE_OPEN,
+)
+from specdraft.testbed.tokenizer import write_tokenizer
 
 TINY_VOCAB_SIZE = 512
 MAX_POSITION_EMBEDDINGS = 8192
@@ -47,13 +59,13 @@ _ROPE = {
     "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
 }
 _COMMON = {
-    "architectures": ["Gemma4ForCausalLM"],
-    "model_type": "gemma4_text",
+    "architectures": [TEXT_ONLY_ARCHITECTURE],
+    "model_type": TEXT_MODEL_TYPE,
     "attention_bias": False,
     "attention_dropout": 0.0,
-    "bos_token_id": SPECIAL_TOKENS["<bos>"],
-    "eos_token_id": [SPECIAL_TOKENS["<eos>"], SPECIAL_TOKENS["<turn|>"]],
-    "pad_token_id": SPECIAL_TOKENS["<pad>"],
+    "bos_token_id": SPECIAL_TOKENS[BOS],
+    "eos_token_id": [SPECIAL_TOKENS[token] for token in STOP_TOKENS],
+    "pad_token_id": SPECIAL_TOKENS[PAD],
     "dtype": "bfloat16",
     "enable_moe_block": False,
     "final_logit_softcapping": 30.0,
@@ -110,8 +122,8 @@ DRAFT_CONFIG: dict = {
 # (smaller) width, 3 sliding + 1 full layer that all read the target's KV cache (so their attention
 # shapes are the target's), and `backbone_hidden_size` = the target's width.
 ASSISTANT_CONFIG: dict = {
-    "architectures": ["Gemma4AssistantForCausalLM"],
-    "model_type": "gemma4_assistant",
+    "architectures": [ASSISTANT_ARCHITECTURE],
+    "model_type": ASSISTANT_MODEL_TYPE,
     "backbone_hidden_size": TARGET_CONFIG["hidden_size"],
     "num_centroids": 32,
     "centroid_intermediate_top_k": 4,
@@ -135,9 +147,9 @@ ASSISTANT_CONFIG: dict = {
 }
 
 _GENERATION_CONFIG = {
-    "bos_token_id": SPECIAL_TOKENS["<bos>"],
-    "eos_token_id": [SPECIAL_TOKENS["<eos>"], SPECIAL_TOKENS["<turn|>"], SPECIAL_TOKENS["<|tool_response>"]],
-    "pad_token_id": SPECIAL_TOKENS["<pad>"],
+    "bos_token_id": SPECIAL_TOKENS[BOS],
+    "eos_token_id": [SPECIAL_TOKENS[token] for token in (*STOP_TOKENS, TOOL_RESPONSE_OPEN)],
+    "pad_token_id": SPECIAL_TOKENS[PAD],
 }
 
 
@@ -266,7 +278,7 @@ def write_dummy_checkpoint(
     config = _read_model_config(str(model_id_or_config_path), models_dir)
     text = config.get("text_config", config)
     if text_only:
-        config = {**text, "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text"}
+        config = {**text, "architectures": [TEXT_ONLY_ARCHITECTURE], "model_type": TEXT_MODEL_TYPE}
     vocab_size = int(text["vocab_size"])
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)
@@ -283,7 +295,7 @@ def _read_model_config(source: str, models_dir: str | os.PathLike | None) -> dic
     if not path.is_file():
         file_name = source.replace("/", "__") + ".json"
         candidates = [Path(models_dir).expanduser() / file_name] if models_dir else []
-        candidates.append(Path(__file__).resolve().parent.parent / "config" / "data" / "models" / file_name)
+        candidates.append(Path(str(resources.files("specdraft.planning") / "data" / "models" / file_name)))
         path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
         if not path.is_file():
             raise UserError(

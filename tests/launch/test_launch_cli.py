@@ -125,7 +125,7 @@ def test_bad_value_names_the_field(specdraft_cli):
 
 
 def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
-    from specdraft.patching.release_trees import release_tree
+    from specdraft.testbed.release_trees import release_tree
 
     tree = release_tree("0.19.0", progress=lambda line: None)
     plan = json.loads(specdraft_cli("launch", "--target", "nvidia/Gemma-4-31B-IT-NVFP4", "--draft", DRAFT,
@@ -138,7 +138,7 @@ def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
 
 
 def test_dry_run_on_a_release_that_would_disable_async_scheduling_passes_it_and_says_why(specdraft_cli):
-    from specdraft.patching.release_trees import release_tree
+    from specdraft.testbed.release_trees import release_tree
 
     tree = str(release_tree("0.26.0", progress=lambda line: None))
     base = ("launch", "--target", TARGET, "--draft", DRAFT, "--vllm-root", tree, "--dry-run")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
-from specdraft.patching.release_trees import copy_tree, release_tree
+from specdraft.testbed.release_trees import copy_tree, release_tree
 
 HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
 PROPOSER = "vllm/v1/spec_decode/gemma4.py"

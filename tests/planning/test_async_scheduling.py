@@ -26,7 +26,7 @@ CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.patching.release_trees import release_tree
+    from specdraft.testbed.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 

@@ -18,7 +18,7 @@ SEED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--ma
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.patching.release_trees import release_tree
+    from specdraft.testbed.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None) / "vllm"
 

@@ -8,7 +8,7 @@ import pytest
 
 from specdraft.errors import UserError
 from specdraft.testbed import build_tiny_pair, write_dummy_checkpoint
-from specdraft.testbed.tokenizer import SPECIAL_TOKENS
+from specdraft.families.gemma4 import SPECIAL_TOKENS
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Real vLLM sources to patch without touching anyone's install: the published release wheels.
+"""Real vLLM sources to patch without touching anyone's install: the published release wheels (test tooling:
+the patch engine, the planner and the CLI never call this module).
 
 - ``release_tree(version)`` downloads the published ``vllm==VERSION`` wheel (once, into
   ``$SPECDRAFT_CACHE/wheels``) and unpacks only ``vllm/**/*.py`` and the dist-info ``METADATA`` into
@@ -6,8 +7,7 @@
   pristine: copy it (``copy_tree``) before patching.
 
 A private, patchable copy of an installed vLLM that still imports (for probes and engines) is
-``specdraft.testbed.vllm_env.private_vllm_env``. Used by the tests and the benchmark; the engine
-itself never calls this module.
+``specdraft.testbed.vllm_env.private_vllm_env``. Used by the tests and ``benchmarks/patch_status.py``.
 """
 
 from __future__ import annotations
@@ -21,19 +21,15 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
+from specdraft.cache import cache_root
 from specdraft.errors import UserError
 
 Progress = Callable[[str], None]
 
 
-def cache_dir() -> Path:
-    """specdraft's cache root: ``$SPECDRAFT_CACHE`` or ``~/.cache/specdraft``."""
-    return Path(os.environ.get("SPECDRAFT_CACHE", Path.home() / ".cache" / "specdraft"))
-
-
 def release_wheel(version: str, progress: Progress = print) -> Path:
     """The ``vllm==version`` wheel from PyPI, downloaded into the cache when missing."""
-    wheels = cache_dir() / "wheels"
+    wheels = cache_root() / "wheels"
     found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
     if found:
         return found[0]
@@ -58,7 +54,7 @@ def release_wheel(version: str, progress: Progress = print) -> Path:
 
 def release_tree(version: str, progress: Progress = print) -> Path:
     """A pristine site-packages-shaped directory holding vLLM ``version``'s Python sources."""
-    trees = cache_dir() / "vllm-trees"
+    trees = cache_root() / "vllm-trees"
     tree = trees / version
     if (tree / ".complete").exists():
         return tree

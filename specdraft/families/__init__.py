@@ -1,0 +1,43 @@
+"""Model families: what a checkpoint's config.json says about its tokens, chat template, parsers and layers.
+
+- ``family_of(config)`` is the family a config.json (or a bare text config) belongs to, or None;
+- ``ModelFamily`` is the contract a family fills in (``kind``, ``template_variant``, ``kv_layers``,
+  ``count_parameters``, ``quantization_exclusions``, parser names, special tokens, base repos);
+- ``specdraft.families.gemma4`` holds Gemma 4's facts, including the marker tokens the chat-template
+  rules and the test tokenizer use.
+
+Adding a family is one module defining a ``ModelFamily`` instance, listed in ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from specdraft.families._family import LayerKV, ModelFamily, ParameterCount, text_config
+from specdraft.families.gemma4 import GEMMA4
+
+FAMILIES: tuple[ModelFamily, ...] = (GEMMA4,)
+
+DEFAULT_FAMILY: ModelFamily = GEMMA4
+"""The family whose rules read a config no family claims. Gemma 4's layer rules need keys only Gemma 4
+configs carry (``num_kv_shared_layers``, ``global_head_dim``, ``attention_k_eq_v``); without them they
+read a config the plain transformers way, so specdraft plans such a model as before."""
+
+
+def family_of(config: Mapping) -> ModelFamily | None:
+    """The family ``config`` belongs to (by ``model_type``, top level or ``text_config``), None when unknown."""
+    return next((family for family in FAMILIES if family.is_member(config)), None)
+
+
+def rules_for(config: Mapping) -> ModelFamily:
+    """The family whose layer and template rules apply to ``config``: its own, else ``DEFAULT_FAMILY``."""
+    return family_of(config) or DEFAULT_FAMILY
+
+
+def family_with_layer_formula(config: Mapping) -> ModelFamily | None:
+    """The family that can count the parameters of ``config``'s language model, None when none can."""
+    return next((family for family in FAMILIES if family.has_layer_formula(config)), None)
+
+
+__all__ = ["DEFAULT_FAMILY", "FAMILIES", "GEMMA4", "LayerKV", "ModelFamily", "ParameterCount", "family_of",
+           "family_with_layer_formula", "rules_for", "text_config"]

@@ -1,0 +1,123 @@
+"""What specdraft needs to know about a model family, as one contract every family module fills in.
+
+A family answers, from a checkpoint's ``config.json`` alone (never its weights): whether the config
+belongs to it, which kind of checkpoint it is, which chat-template variant and which vLLM parsers
+serve it, the KV cache each decoder layer owns, how many parameters a decoded token reads, and which
+modules a quantized draft must keep unquantized. Token and template facts are class attributes; the
+rest are methods of the config. Every method accepts a full config.json (multimodal configs carry the
+language model under ``text_config``) or a bare text config.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+
+@dataclass(frozen=True)
+class LayerKV:
+    """The KV cache one decoder layer owns."""
+
+    kind: Literal["full", "sliding"]
+    kv_heads: int
+    head_dim: int
+    shared: bool
+    """True when the layer reads another layer's cache and owns none."""
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """The parameters of a language-model stack, split by how a decoded token reads them."""
+
+    total: int
+    """Every language-model parameter (what transformers instantiates for the text stack)."""
+    lookup_only: int
+    """Tables a token reads one row of (an untied input embedding, per-layer embedding tables)."""
+    unpicked: int
+    """Expert parameters the router leaves idle for one token."""
+    embedding: int
+    """The token embedding read whole every token (tied: it is also the LM head)."""
+
+    @property
+    def active(self) -> int:
+        """Parameters read per decoded token."""
+        return self.total - self.lookup_only - self.unpicked
+
+
+def text_config(config: Mapping) -> Mapping:
+    """The language model's config: ``text_config`` of a multimodal config.json, else the config itself."""
+    return config.get("text_config") or config
+
+
+class ModelFamily(ABC):
+    """One model family's facts. A family module defines a subclass and one instance of it."""
+
+    name: str
+    """Lower-case id, also the vLLM parser name where the family has one (``gemma4``)."""
+    display_name: str
+    model_types: frozenset[str]
+    """``model_type`` values of its configs (top level or ``text_config``)."""
+    special_tokens: Mapping[str, int]
+    """Special tokens and their ids in the family's tokenizer."""
+    pairing_tokens: tuple[str, ...]
+    """Special tokens whose ids a draft and its target must agree on."""
+    tool_call_parser: str | None
+    reasoning_parser: str | None
+    template_files: Mapping[str, str]
+    """Chat-template variant -> the file specdraft ships for it (in ``chat_templates/``)."""
+    base_repos: Mapping[str, str]
+    """Size as spelled in repo ids (lower case) -> the base checkpoint of that size."""
+    first_vllm: str
+    """The first vLLM release with the family's model."""
+    text_only_architecture: str
+    """The architecture of a language-model-only checkpoint (towers dropped)."""
+
+    def is_member(self, config: Mapping) -> bool:
+        """True when ``config`` (a config.json or a text config) is one of this family's."""
+        types = {config.get("model_type"), text_config(config).get("model_type")}
+        return bool(types & self.model_types)
+
+    @abstractmethod
+    def kind(self, config: Mapping) -> str:
+        """Which kind of checkpoint of the family ``config`` is (for Gemma 4: e-series, large, moe, assistant)."""
+
+    @abstractmethod
+    def template_variant(self, config: Mapping) -> str:
+        """The key of ``template_files`` whose template serves this checkpoint."""
+
+    @abstractmethod
+    def is_assistant(self, config: Mapping) -> bool:
+        """True for a drafter that runs on the target's hidden states and KV cache (vLLM ``method: mtp``)."""
+
+    @abstractmethod
+    def kv_layers(self, config: Mapping) -> list[LayerKV]:
+        """Per decoder layer: its attention kind, KV heads, head size and whether it shares another's cache."""
+
+    @abstractmethod
+    def count_parameters(self, config: Mapping) -> ParameterCount:
+        """The language model's parameters from its shapes (raises ``KeyError`` when a shape is missing)."""
+
+    @abstractmethod
+    def embedding_params(self, config: Mapping) -> int:
+        """Parameters in embedding tables, which quantized checkpoints keep in BF16 (0 for unknown shapes)."""
+
+    @abstractmethod
+    def quantization_exclusions(self, config: Mapping) -> tuple[str, ...]:
+        """ModelOpt quantizer-name wildcards a quantized draft of this checkpoint must leave unquantized."""
+
+    def has_layer_formula(self, config: Mapping) -> bool:
+        """True when ``count_parameters`` knows the layers of ``config`` (a family may know only some stacks)."""
+        return self.is_member(config)
+
+    def kv_shared_layers(self, config: Mapping) -> tuple[int, ...]:
+        """Indices of the decoder layers that read another layer's KV cache."""
+        return tuple(index for index, layer in enumerate(self.kv_layers(config)) if layer.shared)
+
+    def base_repo_for(self, repo_id: str) -> str | None:
+        """The base checkpoint whose size ``repo_id`` names (its assistant for an assistant); None: it names none."""
+        return None
+
+    def assistant_repo_for(self, base_repo: str) -> str | None:
+        """The published MTP assistant of a base checkpoint, None when the family publishes none."""
+        return None

@@ -1,0 +1,120 @@
+"""Gemma 4's family facts, read from the config.json files specdraft ships (real hub shapes)."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from specdraft.families import DEFAULT_FAMILY, GEMMA4, family_of, family_with_layer_formula, rules_for
+from specdraft.families.gemma4 import ALWAYS_EXCLUDED, MARKER_PAIRS, SPECIAL_TOKENS, TEMPLATE_VARIANTS
+
+DATA = resources.files("specdraft.planning") / "data"
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
+         "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "vocab_size": 128256}
+
+
+def config(repo_id: str) -> dict:
+    return json.loads((DATA / "models" / (repo_id.replace("/", "__") + ".json")).read_text())
+
+
+def params(repo_id: str) -> dict:
+    return json.loads((DATA / "kv_and_params.json").read_text())[repo_id]
+
+
+SHIPPED = sorted(entry.name[: -len(".json")].replace("__", "/") for entry in (DATA / "models").iterdir())
+
+
+@pytest.mark.parametrize("repo_id", SHIPPED)
+def test_every_shipped_gemma4_config_is_recognised(repo_id):
+    assert family_of(config(repo_id)) is GEMMA4
+
+
+def test_a_config_of_another_family_is_not_gemma4():
+    assert family_of(LLAMA) is None
+    assert family_with_layer_formula(LLAMA) is None
+
+
+@pytest.mark.parametrize("repo_id,kind,variant", [
+    ("google/gemma-4-E2B-it", "e-series", "e"),
+    ("google/gemma-4-E4B-it", "e-series", "e"),
+    ("google/gemma-4-26B-A4B-it", "moe", "large"),
+    ("google/gemma-4-31B-it", "large", "large"),
+    ("google/gemma-4-12B-it", "large", "large"),
+    ("google/gemma-4-31B-it-assistant", "assistant", "large"),
+])
+def test_kind_and_template_variant(repo_id, kind, variant):
+    assert (GEMMA4.kind(config(repo_id)), GEMMA4.template_variant(config(repo_id))) == (kind, variant)
+
+
+def test_every_template_variant_has_a_shipped_file():
+    assert set(GEMMA4.template_files) == set(TEMPLATE_VARIANTS)
+    shipped = resources.files("specdraft.templates") / "chat_templates"
+    assert all((shipped / name).is_file() for name in GEMMA4.template_files.values())
+
+
+def test_e2b_shares_the_kv_cache_of_its_last_twenty_layers():
+    assert GEMMA4.kv_shared_layers(config("google/gemma-4-E2B-it")) == tuple(range(15, 35))
+
+
+def test_an_assistant_owns_no_kv_cache():
+    layers = GEMMA4.kv_layers(config("google/gemma-4-31B-it-assistant"))
+    assert layers and all(layer.shared for layer in layers)
+
+
+def test_31b_full_layers_read_one_kv_head_of_the_global_head_size():
+    text = config("google/gemma-4-31B-it")["text_config"]
+    full = [layer for layer in GEMMA4.kv_layers(text) if layer.kind == "full"]
+    assert {(layer.kv_heads, layer.head_dim) for layer in full} == {
+        (text["num_global_key_value_heads"], text["global_head_dim"])}
+
+
+@pytest.mark.parametrize("repo_id", ["google/gemma-4-E2B-it", "google/gemma-4-E4B-it", "google/gemma-4-26B-A4B-it",
+                                     "google/gemma-4-31B-it"])
+def test_parameter_formula_matches_what_transformers_instantiates(repo_id):
+    assert GEMMA4.count_parameters(config(repo_id)).total == params(repo_id)["language_model_params"]
+
+
+def test_the_unified_12b_stack_has_no_parameter_formula():
+    assert family_with_layer_formula(config("google/gemma-4-12B-it")) is None
+
+
+def test_quantization_keeps_kv_shared_attention_and_towers_unquantized():
+    e2b = GEMMA4.quantization_exclusions(config("google/gemma-4-E2B-it"))
+    assert e2b[: len(ALWAYS_EXCLUDED)] == ALWAYS_EXCLUDED
+    assert e2b[len(ALWAYS_EXCLUDED):] == tuple(f"*layers.{i}.self_attn*" for i in range(15, 35))
+    assert GEMMA4.quantization_exclusions(config("google/gemma-4-31B-it")) == ALWAYS_EXCLUDED
+
+
+@pytest.mark.parametrize("repo_id,base", [
+    ("mikeytag/gemma-4-E2B-it-NVFP4", "google/gemma-4-E2B-it"),
+    ("someone/Gemma-4-26B-A4B-it-FP8", "google/gemma-4-26B-A4B-it"),
+    ("google/gemma-4-31B-it-assistant", "google/gemma-4-31B-it-assistant"),
+    ("someone/gemma-4-131B-it", None),
+    ("meta-llama/Llama-3.1-8B", None),
+])
+def test_base_repo_from_the_size_in_a_name(repo_id, base):
+    assert GEMMA4.base_repo_for(repo_id) == base
+
+
+def test_every_marker_pair_is_a_pair_of_special_tokens():
+    assert all(opener in SPECIAL_TOKENS and closer in SPECIAL_TOKENS for opener, closer in MARKER_PAIRS.items())
+    assert set(GEMMA4.pairing_tokens) <= set(SPECIAL_TOKENS)
+
+
+def test_a_config_no_family_claims_is_read_the_plain_transformers_way():
+    assert rules_for(LLAMA) is DEFAULT_FAMILY
+    layers = GEMMA4.kv_layers(LLAMA)
+    assert len(layers) == 32 and {(layer.kind, layer.kv_heads, layer.head_dim, layer.shared) for layer in layers} == {
+        ("full", 8, 128, False)}
+
+
+def test_every_size_has_a_shipped_config_and_assistant():
+    for base in GEMMA4.base_repos.values():
+        assert config(base) and config(GEMMA4.assistant_repo_for(base))
+
+
+def test_embedding_params_count_the_token_and_per_layer_tables():
+    e2b, big = config("google/gemma-4-E2B-it")["text_config"], config("google/gemma-4-31B-it")["text_config"]
+    assert GEMMA4.embedding_params(big) == big["vocab_size"] * big["hidden_size"]
+    per_layer = e2b["vocab_size_per_layer_input"] * e2b["num_hidden_layers"] * e2b["hidden_size_per_layer_input"]
+    assert GEMMA4.embedding_params(e2b) == e2b["vocab_size"] * e2b["hidden_size"] + per_layer

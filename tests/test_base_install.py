@@ -1,0 +1,81 @@
+"""The base install (no extras): every command works or says which extra it needs, in one line, exit 2.
+
+The base install is simulated for real: specdraft's interpreter runs without its site-packages (``-S``) and
+sees a copy of them made of links to every package except those only the extras bring (torch, the OpenAI
+client, ModelOpt) and vLLM (which lives in its own venv). Nothing is stubbed: those modules are absent.
+"""
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from specdraft.templates import shipped_template
+
+REPO = Path(__file__).resolve().parents[1]
+EXTRAS_ONLY = ("torch", "openai", "modelopt", "nvidia", "vllm", "triton")
+
+
+@pytest.fixture(scope="module")
+def base_site(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("base-site")
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.lower().startswith(EXTRAS_ONLY) and not entry.name.startswith(("__editable__", "specdraft")):
+            (site / entry.name).symlink_to(entry)
+    return site
+
+
+def run_base(site: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{site}", "PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"],
+           "SPECDRAFT_CACHE": str(site.parent / "cache")}
+    return subprocess.run([sys.executable, "-S", "-m", "specdraft", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300)
+
+
+def test_the_simulated_base_install_really_lacks_the_extras(base_site):
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{base_site}", "PATH": "/usr/bin:/bin"}
+    code = "import importlib.util as u; print([m for m in ('torch', 'openai', 'modelopt') if u.find_spec(m)])"
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_launch_demo_without_the_demo_extra_is_one_line_naming_it(base_site):
+    done = run_base(base_site, "launch", "--demo")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "specdraft: error: launch --demo needs specdraft's demo extra (openai is not installed)",
+        "specdraft: next: pip install 'specdraft[demo]' (in a checkout: make demo)",
+    ]
+    assert not (base_site.parent / "cache").exists()  # nothing was set up before the refusal
+
+
+def test_quantize_without_its_extra_names_it(base_site, tmp_path):
+    (tmp_path / "model").mkdir()
+    done = run_base(base_site, "quantize", str(tmp_path / "model"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("tune", "--per-position-acceptance", "0.8,0.6", "--cost-ratio", "0.1"),
+    ("patch", "list"),
+    ("template", "check", str(shipped_template("e")), "--variant", "e"),
+    ("template", "path", "--variant", "large"),
+    ("launch", "--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it", "--dry-run"),
+], ids=lambda args: " ".join(args[:2]))
+def test_base_commands_run_without_any_extra(base_site, args):
+    done = run_base(base_site, *args)
+    assert done.returncode in (0, 1), done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bench_compares_saved_runs_without_any_extra(base_site, tmp_path):
+    from tests.bench.test_cli_bench import saved
+
+    fast = saved(tmp_path, "fast", decode=30.0, output=100.0, e2e=2.0)
+    slow = saved(tmp_path, "slow", decode=15.0, output=50.0, e2e=4.0)
+    done = run_base(base_site, "bench", "--compare-results", fast, slow, "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"decode_tok_s": 2.0' in done.stdout
