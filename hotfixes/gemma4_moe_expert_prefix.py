@@ -31,7 +31,7 @@ from types import ModuleType
 import libcst as cst
 
 from specdraft.patching.anchors import code_of, find_all, insert_beside, module_names, same_code
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, Trait
+from specdraft.patching.hotfix import Inspection, Fixture, Hotfix, Status, Trait
 
 _ITERATOR = "_weight_iterator"
 _MAPPER = "hf_to_vllm_mapper"
@@ -64,34 +64,34 @@ def _remap_keeps_prefix(module: cst.Module) -> bool:
                for s in module.body)
 
 
-def _inspect_iterator(iterator: cst.FunctionDef, module: cst.Module) -> Finding:
+def _inspect_iterator(iterator: cst.FunctionDef, module: cst.Module) -> Inspection:
     """0.19.1 - 0.30.0: the names are rewritten in load_weights' _weight_iterator."""
     assignments = _name_assignments(iterator)
     if any(same_code(s, _KEEPS_PREFIX) for s in assignments):
-        return Finding(Status.APPLIED, "_weight_iterator leaves .moe.experts.{id}. as it is")
+        return Inspection(Status.APPLIED, "_weight_iterator leaves .moe.experts.{id}. as it is")
     if any(same_code(s, _UPSTREAM_REMAP) for s in assignments):
         if _remap_keeps_prefix(module):
-            return Finding(Status.APPLIED, f"{_REMAP} leaves .moe.experts.{{id}}. as it is")
-        return Finding(Status.DRIFTED, f"{_REMAP} no longer has the {_LOOK_BEHIND} look-behind: review it")
+            return Inspection(Status.APPLIED, f"{_REMAP} leaves .moe.experts.{{id}}. as it is")
+        return Inspection(Status.DRIFTED, f"{_REMAP} no longer has the {_LOOK_BEHIND} look-behind: review it")
     if sum(same_code(s, _DOUBLE_PREFIX) for s in assignments) == 1:
         if "re" not in module_names(module):
-            return Finding(Status.DRIFTED, "re no longer imported at module level")
-        return Finding(Status.PENDING, "_weight_iterator turns .moe.experts.{id}. into .moe.moe.experts.{id}.")
-    return Finding(Status.DRIFTED, "_weight_iterator no longer maps .experts.{id}. names the known way: review it")
+            return Inspection(Status.DRIFTED, "re no longer imported at module level")
+        return Inspection(Status.PENDING, "_weight_iterator turns .moe.experts.{id}. into .moe.moe.experts.{id}.")
+    return Inspection(Status.DRIFTED, "_weight_iterator no longer maps .experts.{id}. names the known way: review it")
 
 
-def _inspect_mapper(cls: cst.ClassDef, module: cst.Module) -> Finding:
+def _inspect_mapper(cls: cst.ClassDef, module: cst.Module) -> Inspection:
     """0.31.0 on: the names are mapped by the class's WeightsMapper onto layers that hold experts directly."""
     statements = _mapper_statements(cls)
     if not statements:
-        return Finding(Status.DRIFTED, f"Gemma4ForCausalLM has neither {_ITERATOR} nor {_MAPPER}: review it")
+        return Inspection(Status.DRIFTED, f"Gemma4ForCausalLM has neither {_ITERATOR} nor {_MAPPER}: review it")
     if any(".moe.experts." in code_of(s) for s in statements):
-        return Finding(Status.APPLIED, f"{_MAPPER} maps .moe.experts.{{id}}. onto the layer's experts")
+        return Inspection(Status.APPLIED, f"{_MAPPER} maps .moe.experts.{{id}}. onto the layer's experts")
     if find_all(module, cst.AssignTarget, lambda t: same_code(t.target, "self.moe")):
-        return Finding(Status.DRIFTED, "Gemma 4 layers have a moe module again: dropping .moe. would be wrong, review it")
+        return Inspection(Status.DRIFTED, "Gemma 4 layers have a moe module again: dropping .moe. would be wrong, review it")
     if "WeightsMapper" not in module_names(module):
-        return Finding(Status.DRIFTED, "WeightsMapper no longer imported at module level")
-    return Finding(Status.PENDING, f"{_MAPPER} has no mapping for .moe.experts.{{id}}.: "
+        return Inspection(Status.DRIFTED, "WeightsMapper no longer imported at module level")
+    return Inspection(Status.PENDING, f"{_MAPPER} has no mapping for .moe.experts.{{id}}.: "
                                    "the loader looks for a moe module the layers no longer have")
 
 
@@ -195,9 +195,9 @@ class Gemma4MoeExpertPrefix(Hotfix):
     function = "Gemma4ForCausalLM"
     modules = ("vllm.model_executor.models.gemma4",)
 
-    def inspect(self, function, module: cst.Module, context) -> Finding:
+    def inspect(self, function, module: cst.Module, context) -> Inspection:
         if not isinstance(function, cst.ClassDef):
-            return Finding(Status.DRIFTED, "Gemma4ForCausalLM is no longer a class")
+            return Inspection(Status.DRIFTED, "Gemma4ForCausalLM is no longer a class")
         iterator = _iterator(function)
         if iterator is not None:
             return _inspect_iterator(iterator, module)

@@ -27,7 +27,7 @@ from types import ModuleType
 import libcst as cst
 
 from specdraft.patching.anchors import find_all, same_code
-from specdraft.patching.hotfix import Finding, Fixture, Hotfix, Status, Trait
+from specdraft.patching.hotfix import Inspection, Fixture, Hotfix, Status, Trait
 
 _LOOP_TARGET = "(param_name, weight_name, expert_id, shard_id)"
 _SKIP_OTHER_EXPERTS = "if weight_name not in name:\n    continue"
@@ -180,19 +180,19 @@ class Gemma4MoeExpertScaleSuffix(Hotfix):
     function = "Gemma4Model"
     modules = ("vllm.model_executor.models.gemma4",)
 
-    def inspect(self, function, module: cst.Module, context) -> Finding:
+    def inspect(self, function, module: cst.Module, context) -> Inspection:
         if not isinstance(function, cst.ClassDef):
-            return Finding(Status.DRIFTED, "Gemma4Model is no longer a class")
+            return Inspection(Status.DRIFTED, "Gemma4Model is no longer a class")
         loops = _expert_loops(function)
         if len(loops) != 1:
-            return Finding(Status.DRIFTED, f"load_weights has {len(loops)} loops over expert_params_mapping, not 1")
+            return Inspection(Status.DRIFTED, f"load_weights has {len(loops)} loops over expert_params_mapping, not 1")
         calls = _loader_calls(loops[0])
         if len(calls) == 1 and same_code(calls[0].args[2].value, _MAPPED_NAME):
-            return Finding(Status.APPLIED, "the expert loop hands the loader the mapped name, weight or scale")
+            return Inspection(Status.APPLIED, "the expert loop hands the loader the mapped name, weight or scale")
         if all(len(anchor) == 1 for anchor in _anchors(loops[0])):
-            return Finding(Status.PENDING, "the expert loop substitutes whole parameter names: "
+            return Inspection(Status.PENDING, "the expert loop substitutes whole parameter names: "
                                            "experts.0.gate_proj.weight_scale maps onto no parameter")
-        return Finding(Status.DRIFTED, "the expert loop no longer matches names the known way: review it")
+        return Inspection(Status.DRIFTED, "the expert loop no longer matches names the known way: review it")
 
     def rewrite(self, function: cst.ClassDef) -> cst.ClassDef:
         (loop,) = _expert_loops(function)
