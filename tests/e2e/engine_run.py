@@ -6,7 +6,7 @@ surfaces here with its own type and message, and the KV cache layout can be read
 scheduler and the worker. Spec keys: target, draft (or null), disable_hybrid (bool), dtype,
 prompts (token id lists), max_tokens, num_speculative_tokens, method (`draft_model`, the default,
 or `mtp` with a Gemma 4 assistant as the draft), load_format (`auto`, or `dummy`: random weights),
-kv_cache_layout (default true: report the KV cache layout), executor (vLLM's distributed_executor_backend).
+kv_cache_layout (default true: report the KV cache layout).
 """
 
 import json
@@ -77,8 +77,6 @@ def main():
             disable_log_stats=False,
             disable_hybrid_kv_cache_manager=spec.get("disable_hybrid", True),
             load_format=spec.get("load_format", "auto"),
-            # "uni" keeps the worker in this process, so a load failure surfaces here with its own type.
-            **({"distributed_executor_backend": spec["executor"]} if spec.get("executor") else {}),
             **options,
         )
         result["startup_s"] = round(time.time() - started, 1)

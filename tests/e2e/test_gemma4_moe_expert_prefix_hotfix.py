@@ -29,9 +29,10 @@ HOTFIX = "gemma4-moe-expert-prefix"
 PROMPTS = [[2, 10, 20, 30, 40], [2, 7, 7, 7], [2, 100, 3, 250]]
 MAX_TOKENS = 16
 MODEL_FILE = "vllm/model_executor/models/gemma4.py"
+# The error each release dies with (0.20.2 loads in a worker process and logs it there).
 REFUSAL = {
-    "0.20.2": ("KeyError", "'layers.0.moe.moe.experts."),
-    "0.32.0": ("ValueError", "named 'layers.0.moe'"),
+    "0.20.2": "KeyError: 'layers.0.moe.moe.experts.",
+    "0.32.0": "ValueError: There is no module or parameter named 'layers.0.moe' in Gemma4Model",
 }
 
 
@@ -74,7 +75,7 @@ def swapped_experts(tiny_moe, tmp_path_factory) -> Path:
 def serve(run_engine):
     def run(python: Path, checkpoint: Path, label: str) -> dict:
         return run_engine(python, TinyPair(target=checkpoint, draft=checkpoint), PROMPTS, MAX_TOKENS,
-                          speculative=False, label=label, executor="uni", kv_cache_layout=False)
+                          speculative=False, label=label, kv_cache_layout=False)
 
     return run
 
@@ -94,8 +95,7 @@ def test_per_expert_checkpoint_fails_then_serves_like_the_fused_one_after_apply(
     fused = serve(private_python, tiny_moe.fused, f"{version} fused, as released")
     assert fused["ok"], fused.get("traceback_tail")
     refused = serve(private_python, tiny_moe.per_expert, f"{version} per expert, as released")
-    error_type, message = REFUSAL[version]
-    assert not refused["ok"] and refused["error_type"] == error_type and message in refused["error"]
+    assert not refused["ok"] and REFUSAL[version] in refused["output_tail"]
 
     assert specdraft_patch("apply", private_python, "--only", HOTFIX).returncode == 0
     per_expert = serve(private_python, tiny_moe.per_expert, f"{version} per expert, hotfix applied")
