@@ -32,3 +32,27 @@ def test_a_reader_that_goes_away_is_not_an_internal_error():
     os.close(write_end)
     assert done.returncode == 0, done.stderr
     assert "internal error" not in done.stderr
+
+
+def test_the_crash_log_names_the_versions_a_bug_report_needs(tmp_path, monkeypatch, capsys):
+    import importlib.metadata
+    import platform
+    import tempfile
+
+    from specdraft import __version__
+    from specdraft.cli import _report_internal_error
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        _report_internal_error(["quantize", "--model", "my model"])
+    (log,) = tmp_path.glob("specdraft-crash-*.log")
+    text = log.read_text()
+    assert str(log) in capsys.readouterr().err
+    assert f"specdraft {__version__}" in text and f"Python {platform.python_version()}" in text
+    assert f"transformers {importlib.metadata.version('transformers')}" in text
+    assert f"nvidia-modelopt {importlib.metadata.version('nvidia-modelopt')}" in text
+    assert "vllm not installed" in text or f"vllm {importlib.metadata.version('vllm')}" in text
+    assert "command: specdraft quantize --model 'my model'" in text
+    assert text.rstrip().endswith("RuntimeError: a bug")

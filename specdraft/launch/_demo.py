@@ -53,7 +53,7 @@ def run_demo(progress: Progress = print) -> ExitCode:
     plan = build_launch_plan(LaunchRequest(target=str(pair.target), draft=str(pair.draft), python=str(python),
                                            max_model_len=2048, kv_cache_dtype="auto", hotfixes="check"))
     print(f"Preflight of the tiny pair in {pair.target.parent} on vLLM "
-          f"{plan.vllm.get('version')} ({python}):\n{_render_checks(plan)}\n", flush=True)
+          f"{plan.vllm.version} ({python}):\n{_render_checks(plan)}\n", flush=True)
     if plan.has_errors:
         raise RefusedError("the tiny pair failed its preflight; nothing was started",
                            hint="specdraft launch --target ... --draft ... --dry-run")

@@ -38,7 +38,7 @@ def _host_paths(plan: LaunchPlan) -> list[Path]:
 
 def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> list[str]:
     """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
-    version = plan.vllm.get("version")
+    version = plan.vllm.version
     image = image or (f"vllm/vllm-openai:v{version}" if version else "vllm/vllm-openai:latest")
     source = _source_checkout()
     mounts = ["-v", f"{Path.home() / '.cache' / 'huggingface'}:/root/.cache/huggingface"]

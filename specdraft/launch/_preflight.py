@@ -5,10 +5,12 @@ from __future__ import annotations
 import shlex
 from typing import Callable
 
-from specdraft.planning import LaunchPlan, build_launch_plan
 from specdraft.errors import RefusedError
+from specdraft.patching.reports import Status
+from specdraft.planning import LaunchPlan, build_launch_plan
 
 Progress = Callable[[str], None]
+_SETTLED = (Status.APPLIED, Status.FIXED_UPSTREAM, Status.NOT_APPLICABLE)
 _MARK = {"ok": "ok", "info": "info", "warning": "WARN", "error": "ERROR"}
 
 
@@ -17,20 +19,18 @@ def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
 
     Does nothing unless the plan's hotfix mode is ``apply`` and some hotfix is pending.
     """
-    hotfixes = plan.vllm.get("hotfixes") or []
-    pending = [h["id"] for h in hotfixes if h["status"] == "pending"]
+    pending = [report.id for report in plan.vllm.hotfixes_with(Status.PENDING)]
     if plan.request.hotfixes != "apply" or not pending:
         return plan
     from specdraft.patching import apply, locate
 
-    python = plan.vllm.get("python")
-    progress(f"applying {', '.join(pending)} to vLLM {plan.vllm.get('version')} ({python or plan.vllm.get('root')})")
+    python, version = plan.vllm.python, plan.vllm.version
+    progress(f"applying {', '.join(pending)} to vLLM {version} ({python or plan.vllm.root})")
     install = locate(python=python, vllm_root=None if python else plan.request.vllm_root)
     reports = apply(install, only=pending)
-    settled = ("applied", "fixed-upstream", "not-applicable")
-    failed = [r for r in reports if str(getattr(r.status, "value", r.status)) not in settled]
+    failed = [r for r in reports if r.status not in _SETTLED]
     if failed:
-        raise RefusedError(f"hotfix {failed[0].id} not applied to vLLM {plan.vllm.get('version')}: "
+        raise RefusedError(f"hotfix {failed[0].id} not applied to vLLM {version}: "
                            f"{failed[0].detail}; vLLM not started",
                            hint=f"python -m specdraft patch status --python {shlex.quote(python or 'PYTHON')}")
     return build_launch_plan(plan.request)

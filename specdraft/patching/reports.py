@@ -63,6 +63,9 @@ class HotfixReport:
     outcome: Outcome | None = None
     diff: str = ""
     """``diff`` only: the unified diff apply would write for this hotfix."""
+    changed_since_apply: bool = False
+    """``status`` only: the status is ``applied``, but the file no longer has the bytes apply wrote (a hand
+    edit, another tool): ``revert`` refuses it unless ``--force``, which discards that change."""
 
     def to_json(self) -> dict:
         document = asdict(self)

@@ -1,24 +1,37 @@
-"""Speculative-decoding configuration for Gemma 4 on vLLM: models, checkpoint facts, checks, memory, argv.
+"""Launch planning for speculative decoding of Gemma 4 on vLLM: facts, decisions, flags, checks.
 
-Nothing here imports vllm or torch. ``build_launch_plan`` is the entry point; the pieces it uses
-are public so launch scripts can build or check a plan step by step.
+``build_launch_plan`` is the entry point. It runs four steps, each a module with a typed result:
+facts (``gather_facts`` -> ``LaunchFacts``: both checkpoints and the serving vLLM with its hotfix
+reports), decisions (``decide`` -> ``Decisions``: speculative config and K, hybrid KV manager,
+memory flags, chat template, async scheduling), serve flags (``SERVE_FLAG_RULES``: one rule per
+flag, each with its reason) and checks (``check_pair`` and the command's own checks ->
+``Finding``). Nothing here imports vllm or torch; the pieces are public so scripts can build or
+check a plan step by step.
 """
 
+from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._checkpoint import Checkpoint, LayerKV, Quantization, inspect_checkpoint
-from specdraft.planning._checks import HotfixState, PairFacts, VllmFacts, check_pair, needs_hybrid_manager_disabled
-from specdraft.findings import Finding, worst_level
+from specdraft.planning._checks import PairFacts, check_pair, needs_hybrid_manager_disabled
+from specdraft.planning._decisions import Decisions, decide
+from specdraft.planning._facts import LaunchFacts, gather_facts
+from specdraft.planning._flag_rules import SERVE_FLAG_RULES, FlagRule, serve_flags
 from specdraft.planning._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
 from specdraft.planning._multimodal import MultimodalVerdict, multimodal_verdict
-from specdraft.planning._plan import LaunchPlan, LaunchRequest, build_launch_plan, gather_vllm_facts
+from specdraft.planning._plan import LaunchPlan, build_launch_plan
+from specdraft.planning._request import CliOption, LaunchRequest
 from specdraft.planning._serve_plan import ServeFlag, ServePlan, describe_validation_error
 from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.planning._template_choice import TemplateChoice
 from specdraft.planning._vllm_flags import VllmArguments, read_vllm_arguments
+from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
 
 __all__ = [
-    "AsyncSchedulingDecision", "Checkpoint", "Finding", "GpuProfile", "HotfixState", "KVShape", "LaunchPlan",
-    "LaunchRequest", "LayerKV", "MemoryPlan", "MultimodalVerdict", "PROFILES", "PairFacts", "Quantization",
-    "ServeFlag", "ServePlan", "SpeculativeConfig", "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide_async_scheduling",
-    "describe_validation_error", "gather_vllm_facts", "inspect_checkpoint", "kv_shape", "multimodal_verdict",
-    "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "worst_level",
+    "AsyncSchedulingDecision", "Checkpoint", "CliOption", "Decisions", "Finding", "FlagRule", "GpuProfile", "KVShape",
+    "LaunchFacts", "LaunchPlan", "LaunchRequest", "LayerKV", "MemoryPlan", "MultimodalVerdict", "PROFILES",
+    "PairFacts", "Quantization", "SERVE_FLAG_RULES", "ServeFlag", "ServePlan", "SpeculativeConfig", "TemplateChoice",
+    "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",
+    "describe_validation_error", "gather_facts", "gather_vllm_facts", "inspect_checkpoint", "kv_shape",
+    "multimodal_verdict", "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "serve_flags",
+    "worst_level",
 ]

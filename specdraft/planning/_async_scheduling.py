@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._release_tables import load_table, rule_for
+from specdraft.planning._release_tables import AsyncSchedulingRule, async_scheduling_table
 
 AsyncSchedulingChoice = Literal["auto", "off"]
 AsyncSchedulingOutcome = Literal["enabled", "vllm-default", "opted-out", "given", "refused", "absent",
@@ -42,23 +42,19 @@ class AsyncSchedulingDecision(BaseModel):
     """What vLLM does for this method when neither flag is given; None when unknown."""
 
 
-def _table() -> dict:
-    return load_table("async_scheduling.json")
-
-
-def release_rule(version: str | None) -> dict | None:
+def release_rule(version: str | None) -> AsyncSchedulingRule | None:
     """The table's rule for ``version``, or None for an unknown or unlisted release."""
-    return rule_for(_table(), version)
+    return async_scheduling_table().rule_for(version)
 
 
 def measured_gain() -> str:
     """The measurement behind passing the flag, as one clause."""
-    measured = _table()["measured"]
-    rows = ", ".join(f"{row['async']:.2f} vs {row['default']:.2f} tok/s at alpha {row['alpha']:.2f} "
-                     f"(+{(row['async'] / row['default'] - 1) * 100:.1f}%)" for row in measured["decode_tok_s"])
-    idle = measured["gpu_idle_ms_per_step"]
-    return (f"measured on {measured['gpu']}, vLLM {measured['vllm']} ({measured['model_runner']} model runner): "
-            f"{rows}; GPU idle per step {idle['default']} -> {idle['async']} ms")
+    measured = async_scheduling_table().measured
+    rows = ", ".join(f"{row.with_async:.2f} vs {row.default:.2f} tok/s at alpha {row.alpha:.2f} "
+                     f"(+{(row.with_async / row.default - 1) * 100:.1f}%)" for row in measured.decode_tok_s)
+    idle = measured.gpu_idle_ms_per_step
+    return (f"measured on {measured.gpu}, vLLM {measured.vllm} ({measured.model_runner} model runner): "
+            f"{rows}; GPU idle per step {idle.default} -> {idle.with_async} ms")
 
 
 def decide_async_scheduling(version: str | None, method: str | None, *, choice: AsyncSchedulingChoice = "auto",
@@ -77,22 +73,22 @@ def decide_async_scheduling(version: str | None, method: str | None, *, choice: 
             outcome="unknown", flag=None,
             reason=f"{where} specdraft's async-scheduling table (0.19.0-0.33.0); left to vLLM's default")
     if choice == "off":
-        if not rule.get("opt_out"):
+        if not rule.opt_out:
             return AsyncSchedulingDecision(outcome="absent", flag=None,
                                            reason=f"vLLM {version} has no {OPT_OUT}; nothing to pass")
-        return AsyncSchedulingDecision(outcome="opted-out", flag=rule["opt_out"], vllm_default=rule.get("default"),
+        return AsyncSchedulingDecision(outcome="opted-out", flag=rule.opt_out, vllm_default=rule.default,
                                        reason="opted out with launch --no-async-scheduling: vLLM's own switch")
     if (method or "draft_model") != "draft_model":
         return AsyncSchedulingDecision(outcome="vllm-default", flag=None,
                                        reason=f"method {method}: vLLM {version} decides async scheduling itself")
-    default = rule.get("default")
+    default = rule.default
     if default == "on":
         return AsyncSchedulingDecision(outcome="vllm-default", flag=None, vllm_default="on",
                                        reason=f"vLLM {version} turns async scheduling on for draft_model by default")
-    if not rule.get("flag"):
+    if not rule.flag:
         return AsyncSchedulingDecision(outcome="absent", flag=None, vllm_default=default,
                                        reason=f"vLLM {version} has no {FLAG}; draft_model runs without it")
-    if rule.get("explicit") != "accepted":
+    if rule.explicit != "accepted":
         return AsyncSchedulingDecision(
             outcome="refused", flag=None, vllm_default=default,
             reason=f"vLLM {version} refuses {FLAG} with draft_model; left off")

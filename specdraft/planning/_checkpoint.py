@@ -165,7 +165,7 @@ def _quantization(directory: Path) -> Quantization:
         return Quantization(method=None, basis=f"unreadable quantization metadata: {err.message}")
     if info is None:
         return Quantization(method=None, basis="no quantization metadata")
-    # The user's validated spelling for ModelOpt checkpoints is `modelopt`; vLLM resolves NVFP4 from it.
+    # `modelopt` is the spelling the validated DGX Spark command uses; vLLM resolves NVFP4 from it.
     method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
     return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
                         basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)

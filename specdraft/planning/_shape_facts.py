@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
 from specdraft.families import FAMILIES, rules_for
 
 _FOOTPRINT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|GB)")
@@ -32,6 +34,60 @@ class ShapeFacts:
     weight_bytes_basis: str | None = None
     language_model_params: int | None = None
     hf_params: int | None = None
+
+
+class ParameterCounts(BaseModel):
+    """One entry of ``data/kv_and_params.json`` (the KV figures there are documentation and tests' reference)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    language_model_params: int | None = None
+    hf_params: int | None = None
+
+
+class QuantizationRecord(BaseModel):
+    """What a repackaging's quantization config says (seen) or its card reports, as far as planning reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    quant_method: str | None = None
+    format: str | None = None
+
+    @property
+    def method(self) -> str | None:
+        """The ``--quantization`` value: the first word of ``quant_method``, else of ``format``."""
+        text = self.quant_method or self.format
+        return text.split()[0] if text else None
+
+
+class Repackaging(BaseModel):
+    """One entry of ``data/nvfp4_checkpoints.json``: an NVFP4 checkpoint described by its base model."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    base: str
+    """The base repo id, sometimes followed by a remark in words."""
+    architecture: str = ""
+    quantization_config_seen: QuantizationRecord | None = None
+    quantization_reported: QuantizationRecord | None = None
+    footprint_reported: str | None = None
+
+    @property
+    def base_repo(self) -> str:
+        return self.base.split()[0]
+
+    @property
+    def quant_method(self) -> str | None:
+        seen, reported = self.quantization_config_seen, self.quantization_reported
+        return (seen.method if seen else None) or (reported.method if reported else None)
+
+    def footprint(self) -> tuple[int, str] | None:
+        """Bytes and basis of the reported footprint, when it gives one in GiB or GB."""
+        match = _FOOTPRINT.search(self.footprint_reported or "")
+        if not match:
+            return None
+        scale = 2**30 if match.group(2) == "GiB" else 10**9
+        return int(float(match.group(1)) * scale), f"reported footprint ({self.footprint_reported})"
 
 
 def _data(name: str) -> resources.abc.Traversable:
@@ -53,36 +109,24 @@ def _json(name: str) -> dict:
     return json.loads(_data(name).read_text())
 
 
+@lru_cache(maxsize=None)
+def _repackagings() -> dict[str, tuple[str, Repackaging]]:
+    """``data/nvfp4_checkpoints.json``: lower-cased repo id -> (repo id, entry); keys starting with ``_`` are notes."""
+    entries = {key: entry for key, entry in _json("nvfp4_checkpoints.json").items() if not key.startswith("_")}
+    return {key.lower(): (key, value) for key, value in
+            TypeAdapter(dict[str, Repackaging]).validate_python(entries).items()}
+
+
+@lru_cache(maxsize=None)
+def _parameter_counts() -> dict[str, ParameterCounts]:
+    return TypeAdapter(dict[str, ParameterCounts]).validate_python(_json("kv_and_params.json"))
+
+
 def _model_config(repo_id: str) -> tuple[str, dict] | None:
     name = _model_files().get(repo_id.lower())
     if name is None:
         return None
     return name[: -len(".json")].replace("__", "/"), _json(f"models/{name}")
-
-
-def _catalogue_entry(repo_id: str) -> tuple[str, dict] | None:
-    for key, entry in _json("nvfp4_checkpoints.json").items():
-        if key.lower() == repo_id.lower() and isinstance(entry, dict):
-            return key, entry
-    return None
-
-
-def _reported_quant_method(entry: dict) -> str | None:
-    for section in ("quantization_config_seen", "quantization_reported"):
-        info = entry.get(section) or {}
-        for key in ("quant_method", "format"):
-            if isinstance(info.get(key), str):
-                return info[key].split()[0]
-    return None
-
-
-def _reported_footprint(entry: dict) -> tuple[int, str] | None:
-    text = entry.get("footprint_reported")
-    match = _FOOTPRINT.search(text or "")
-    if not match:
-        return None
-    scale = 2**30 if match.group(2) == "GiB" else 10**9
-    return int(float(match.group(1)) * scale), f"reported footprint ({text})"
 
 
 def _as_text_only(config: dict) -> dict:
@@ -92,8 +136,27 @@ def _as_text_only(config: dict) -> dict:
     return stripped
 
 
-def _params(repo_id: str) -> dict:
-    return _json("kv_and_params.json").get(repo_id, {})
+def _facts(repo_id: str, key: str, config: dict, basis: str, **found) -> ShapeFacts:
+    """Shape facts from the shipped config ``key``, with its parameter counts."""
+    counts = _parameter_counts().get(key, ParameterCounts())
+    return ShapeFacts(repo_id=repo_id, config=config, basis=basis, language_model_params=counts.language_model_params,
+                      hf_params=counts.hf_params, **found)
+
+
+def _from_repackaging(repo_id: str) -> ShapeFacts | None:
+    """Facts of an NVFP4 repackaging from its base model's config and its table entry."""
+    key, entry = _repackagings().get(repo_id.lower(), (None, None))
+    base = _model_config(entry.base_repo) if entry is not None else None
+    if base is None:
+        return None
+    base_key, config = base
+    text_only = entry.architecture.startswith(rules_for(config).text_only_architecture)
+    footprint = entry.footprint()
+    return _facts(repo_id, base_key, _as_text_only(config) if text_only else config,
+                  f"shipped shape facts of its base {base_key} (NVFP4 table entry for {key}"
+                  + (", text-only)" if text_only else ")"),
+                  quant_method=entry.quant_method, weight_bytes=footprint[0] if footprint else None,
+                  weight_bytes_basis=footprint[1] if footprint else None)
 
 
 def find_shape_facts(repo_id: str) -> ShapeFacts | None:
@@ -101,52 +164,17 @@ def find_shape_facts(repo_id: str) -> ShapeFacts | None:
     own = _model_config(repo_id)
     if own is not None:
         key, config = own
-        params = _params(key)
-        return ShapeFacts(
-            repo_id=repo_id,
-            config=config,
-            basis=f"shipped shape facts for {key}",
-            quant_method=(config.get("quantization_config") or {}).get("quant_method"),
-            language_model_params=params.get("language_model_params"),
-            hf_params=params.get("hf_params"),
-        )
-    entry = _catalogue_entry(repo_id)
-    if entry is not None:
-        key, info = entry
-        base = str(info.get("base", "")).split()[0]
-        base_config = _model_config(base)
-        if base_config is not None:
-            base_key, config = base_config
-            architecture = str(info.get("architecture", ""))
-            text_only = architecture.startswith(rules_for(config).text_only_architecture)
-            if text_only:
-                config = _as_text_only(config)
-            footprint = _reported_footprint(info)
-            params = _params(base_key)
-            return ShapeFacts(
-                repo_id=repo_id,
-                config=config,
-                basis=f"shipped shape facts of its base {base_key} (NVFP4 table entry for {key}"
-                + (", text-only)" if text_only else ")"),
-                quant_method=_reported_quant_method(info),
-                weight_bytes=footprint[0] if footprint else None,
-                weight_bytes_basis=footprint[1] if footprint else None,
-                language_model_params=params.get("language_model_params"),
-                hf_params=params.get("hf_params"),
-            )
+        return _facts(repo_id, key, config, f"shipped shape facts for {key}",
+                      quant_method=(config.get("quantization_config") or {}).get("quant_method"))
+    repackaged = _from_repackaging(repo_id)
+    if repackaged is not None:
+        return repackaged
     base = next((b for b in (family.base_repo_for(repo_id) for family in FAMILIES) if b), None)
-    if base is not None:
-        key, config = _model_config(base) or (None, None)
-        if config is not None:
-            params = _params(key)
-            return ShapeFacts(
-                repo_id=repo_id,
-                config=config,
-                basis=f"shipped shape facts of {key}, guessed from the size in the name",
-                language_model_params=params.get("language_model_params"),
-                hf_params=params.get("hf_params"),
-            )
-    return None
+    found = _model_config(base) if base is not None else None
+    if found is None:
+        return None
+    key, config = found
+    return _facts(repo_id, key, config, f"shipped shape facts of {key}, guessed from the size in the name")
 
 
 def shipped_assistants() -> list[ShapeFacts]:

@@ -11,9 +11,10 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
 
 from specdraft.cache import cache_root
 from specdraft.errors import UserError
@@ -23,13 +24,24 @@ if TYPE_CHECKING:
     from specdraft.templates import TemplateFinding
 
 
-@dataclass(frozen=True)
-class TemplateChoice:
+class TemplateChoice(BaseModel):
+    """The chat template the plan passes, the variant it is and the one the target needs."""
+
+    model_config = ConfigDict(frozen=True)
+
     path: Path | None
     variant: str | None
     """The variant the template is (detected for a user's template), None when unknown."""
+    needed_variant: str
+    """The variant the target checkpoint needs."""
     findings: tuple[Finding, ...] = ()
+    """The template checker's verdicts: an ``error`` is a thought-channel leak."""
     note: str = ""
+
+    def summary(self) -> dict:
+        """The ``template`` object of ``launch --dry-run --json``."""
+        return {"path": str(self.path) if self.path else None, "variant": self.variant,
+                "needed_variant": self.needed_variant, "note": self.note}
 
 
 def _cache_dir() -> Path:
@@ -91,10 +103,11 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
     elif templates is not None:
         path = Path(templates.shipped_template(variant))
     else:
-        return TemplateChoice(path=None, variant=None, note="specdraft.templates is not in this build")
+        return TemplateChoice(path=None, variant=None, needed_variant=variant,
+                              note="specdraft.templates is not in this build")
     if templates is None:
-        return TemplateChoice(path=path, variant=None, findings=(Finding(
+        return TemplateChoice(path=path, variant=None, needed_variant=variant, findings=(Finding(
             level="warning", check="chat-template",
             message=f"{path} not checked: specdraft.templates is not in this build"),))
     found_variant, findings = _check(path.read_text(), variant, detect=requested is not None)
-    return TemplateChoice(path=path, variant=found_variant, findings=findings)
+    return TemplateChoice(path=path, variant=found_variant, needed_variant=variant, findings=findings)

@@ -14,6 +14,9 @@ from typing import Any
 from specdraft.errors import UserError
 from specdraft.jsonl import read_jsonl
 
+# Files that make a directory's tokenizer loadable with transformers' AutoTokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
+
 BUILTIN_SAMPLES: tuple[tuple[str, str], ...] = (
     ("What is speculative decoding, in two sentences?",
      "A small draft model proposes several tokens, and the large target model checks them all in one "
@@ -127,9 +130,25 @@ def _encode(tokenizer: Any, item: str | list[dict]) -> list[int]:
     return list(tokenizer(item)["input_ids"])
 
 
+def check_calibration_source(spec: str, model_dir: Path) -> None:
+    """Refuse (``UserError``) a ``--calib`` that cannot give samples, before the model is loaded."""
+    if spec == "random-tokens":
+        return
+    if spec == "builtin":
+        if not any((Path(model_dir) / name).is_file() for name in TOKENIZER_FILES):
+            raise UserError(
+                f"{model_dir} has no tokenizer, so calibration text cannot be tokenized",
+                hint="copy the base model's tokenizer files into the model directory "
+                     "(or pass --calib random-tokens for a random test model)",
+            )
+        return
+    _read_calibration_file(Path(spec))
+
+
 def _read_calibration_file(path: Path) -> list[str | list[dict]]:
+    hint = "pass --calib builtin, or a .txt / .jsonl file"
     if not path.is_file():
-        raise UserError(f"calibration file {path} does not exist", hint="pass --calib builtin, or a .txt / .jsonl file")
+        raise UserError(f"calibration file {path} {'is not a file' if path.exists() else 'does not exist'}", hint=hint)
     if path.suffix == ".jsonl":
         items: list[str | list[dict]] = []
         for number, record in read_jsonl(path, what="calibration file",
@@ -141,7 +160,10 @@ def _read_calibration_file(path: Path) -> list[str | list[dict]]:
             else:
                 raise UserError(f"{path}:{number}: expected {{\"text\": ...}} or {{\"messages\": [...]}}")
     else:
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UserError(f"calibration file {path} is not readable UTF-8 text ({err})", hint=hint) from None
         items = [chunk.strip() for chunk in text.split("\n\n") if chunk.strip()]
     if not items:
         raise UserError(f"calibration file {path} has no samples")

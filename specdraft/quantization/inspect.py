@@ -148,9 +148,9 @@ def read_quantization(checkpoint_dir: Path) -> QuantizationInfo | None:
     missing or unreadable, or when a quantization block names a method this reader does not know.
     """
     checkpoint_dir = Path(checkpoint_dir)
-    config = _read_json(checkpoint_dir / "config.json", required=True)
+    config = read_json_object(checkpoint_dir / "config.json", required=True)
     legacy_path = checkpoint_dir / "hf_quant_config.json"
-    legacy = _read_json(legacy_path, required=False)
+    legacy = read_json_object(legacy_path, required=False)
 
     block = config.get("quantization_config") or config.get("compression_config")
     if block is None and isinstance(config.get("text_config"), dict):
@@ -357,17 +357,21 @@ def _producer(value: Any) -> Producer | None:
     return None
 
 
-def _read_json(path: Path, *, required: bool) -> dict[str, Any] | None:
+def read_json_object(path: Path, *, required: bool = True) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when absent and not ``required``; ``UserError`` for anything else."""
     if not path.is_file():
         if not required:
             return None
         if not path.parent.is_dir():
             raise UserError(f"{path.parent} is not a directory", hint="pass the checkpoint directory (the one holding config.json)")
-        raise UserError(f"{path.parent} has no config.json", hint="pass a Hugging Face checkpoint directory")
+        raise UserError(f"{path.parent} has no {path.name}", hint="pass a Hugging Face checkpoint directory")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({err.strerror})", hint="check the file's permissions") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path}: not valid JSON ({err})") from None
+        raise UserError(f"{path}: not valid JSON ({err})", hint=f"check {path.name}, or download the checkpoint again") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object")
+        raise UserError(f"{path}: a JSON {type(data).__name__}, expected an object",
+                        hint=f"check {path.name}, or download the checkpoint again")
     return data

@@ -24,6 +24,10 @@ Gemma 4 exclusions, and why:
   those attention blocks BF16 sidesteps it at a cost of ~0.13B BF16 parameters for E2B.
 - ``text_only`` drops the towers and projections altogether and exports a ``Gemma4ForCausalLM``
   (as the text-only 31B "turbo" target does): a draft never sees images, and the towers cost memory.
+- A Linear whose input features are not a multiple of the scheme's weight block (16 for NVFP4; FP8 is
+  per-tensor, so any width works): ModelOpt calibrates it but cannot pack it and asserts during the
+  export ("Weight shape is not divisible for block size"). The plan finds such layers in the
+  safetensors headers and keeps them BF16, as it does for all-zero weights.
 - The per-layer embedding tables (``embed_tokens_per_layer``) are ``nn.Embedding`` lookups, which the
   preset never quantizes; ``per_layer_model_projection``/``per_layer_input_gate``/``per_layer_projection``
   are Linear layers that vLLM builds with the quantization config, so they are quantized.
@@ -41,14 +45,16 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 from specdraft.errors import RefusedError, UserError
+from specdraft.families import text_config
 from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
 from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
-from specdraft.quantization.checks import Finding, check_quantization
-from specdraft.quantization.inspect import QuantizationInfo, read_quantization
-from specdraft.safetensors_index import element_count, read_tensor_index, safetensors_files
+from specdraft.quantization.calibration import TOKENIZER_FILES, calibration_token_ids
+from specdraft.quantization.checks import Finding, check_quantization, is_excluded
+from specdraft.quantization.inspect import QuantizationInfo, read_json_object, read_quantization
+from specdraft.safetensors_index import TensorEntry, element_count, read_tensor_index, safetensors_files
 
 DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
 
@@ -58,6 +64,9 @@ SCHEME_PRESETS: dict[str, tuple[str, str]] = {
     "nvfp4-a16": ("W4A16_NVFP4_CFG", "W4A16_NVFP4"),
     "fp8": ("FP8_DEFAULT_CFG", "FP8"),
 }
+# scheme -> elements per weight scale block along the input features (the preset's weight_quantizer
+# ``block_sizes[-1]`` in modelopt 0.47 torch/quantization/config.py); None: one scale per tensor.
+SCHEME_WEIGHT_BLOCK: dict[str, int | None] = {"nvfp4": 16, "nvfp4-a16": 16, "fp8": None}
 
 # Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
 # Measured on the CPU with ModelOpt 0.47 (peak RSS): 2.7M parameters -> 0.54 GB, a 398M-parameter
@@ -82,6 +91,8 @@ class QuantizePlan:
     scheme: DraftScheme
     exclusions: tuple[str, ...]
     """ModelOpt quantizer-name wildcards disabled on top of the scheme's preset."""
+    unblockable: tuple[str, ...]
+    """Linear layers whose input features are not a multiple of the scheme's weight block: kept BF16 (in ``exclusions``)."""
     kv_shared_layers: tuple[int, ...]
     parameters: int
     bf16_bytes: int
@@ -105,6 +116,8 @@ class QuantizeResult:
     calibration_sequences: int
     calibration_tokens: int
     seconds: dict[str, float] = field(default_factory=dict)
+    kept_in_bf16: dict[str, str] = field(default_factory=dict)
+    """Linear layers kept BF16 beyond the Gemma 4 exclusions, and why (all-zero weight, not a multiple of the block)."""
 
 
 def plan_quantization(
@@ -124,11 +137,11 @@ def plan_quantization(
     model_dir = Path(model_dir)
     if scheme not in SCHEME_PRESETS:
         raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
-    config_path = model_dir / "config.json"
-    if not config_path.is_file():
+    if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    architecture = next(iter(config.get("architectures") or []), None)
+    config = read_json_object(model_dir / "config.json")
+    architectures = config.get("architectures")
+    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
     if architecture not in GEMMA4_ARCHITECTURES:
         raise UserError(
             f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, not Gemma 4 "
@@ -153,10 +166,16 @@ def plan_quantization(
             f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
             hint="run it on a machine with more memory (or a GPU: --device cuda)",
         )
+    _checked_text_config(config, model_dir / "config.json")
     kv_shared = GEMMA4.kv_shared_layers(config)
     exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
+    unblockable = tuple(
+        name for name, in_features in _linear_input_features(index)
+        if not is_excluded(f"{name}.weight_quantizer", exclusions) and _is_unblockable(in_features, scheme)
+    )
     return QuantizePlan(
-        model_dir=model_dir, architecture=architecture, scheme=scheme, exclusions=exclusions,
+        model_dir=model_dir, architecture=architecture, scheme=scheme, unblockable=unblockable,
+        exclusions=exclusions + tuple(f"{name}.*" for name in unblockable),
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
         required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
     )
@@ -177,18 +196,18 @@ def quantize_draft(
     reads back as the requested scheme.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise UserError(f"{out_dir} exists and is not an empty directory", hint="pass a new --out directory")
+    check_out_dir(out_dir)
     torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
     from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     tokenizer = _load_tokenizer(transformers, plan.model_dir)
-    config = json.loads((plan.model_dir / "config.json").read_text(encoding="utf-8"))
-    vocab_size = (config.get("text_config") or config)["vocab_size"]
-    from specdraft.quantization.calibration import calibration_token_ids  # noqa: PLC0415
-
+    config_path = plan.model_dir / "config.json"
+    vocab_size = _checked_text_config(read_json_object(config_path), config_path).get("vocab_size")
+    if not isinstance(vocab_size, int) or vocab_size < 4:
+        raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
+                        hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
     sequences = calibration_token_ids(calib, tokenizer=tokenizer, vocab_size=vocab_size, samples=samples, max_seq_len=max_seq_len)
     if not sequences:
         raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
@@ -199,14 +218,11 @@ def quantize_draft(
     seconds["load"] = time.perf_counter() - started
 
     preset_name, expected_algo = SCHEME_PRESETS[plan.scheme]
-    # An all-zero weight has amax 0, so ModelOpt's block scales come out 0/0 = NaN (vLLM then warns about
-    # negative scales and runs on garbage); such a layer gains nothing from quantization: keep it BF16.
-    zero_weight = tuple(f"{name}.*" for name, module in model.named_modules()
-                        if isinstance(module, torch.nn.Linear) and not bool(module.weight.any()))
-    if zero_weight:
-        progress(f"keeping {len(zero_weight)} all-zero Linear layers in BF16 (their scales would be NaN): "
-                 + ", ".join(name.removesuffix(".*") for name in zero_weight[:3]) + (", ..." if len(zero_weight) > 3 else ""))
-    quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions + zero_weight)
+    kept = _kept_in_bf16(model, plan, torch)
+    if kept:
+        progress(f"keeping {len(kept)} Linear layers in BF16: "
+                 + ", ".join(f"{name} ({why})" for name, why in list(kept.items())[:3]) + (", ..." if len(kept) > 3 else ""))
+    quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions + tuple(f"{name}.*" for name in kept))
 
     def forward_loop(quantized_model: Any) -> None:
         with torch.no_grad():
@@ -250,7 +266,67 @@ def quantize_draft(
     return QuantizeResult(
         out_dir=out_dir, info=read_quantization(out_dir), findings=findings, modelopt_version=modelopt_version,
         calibration_sequences=len(sequences), calibration_tokens=sum(len(ids) for ids in sequences), seconds=seconds,
+        kept_in_bf16=kept,
     )
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse (``UserError``) an ``--out`` that exists and is not an empty directory, or that cannot be created."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise UserError(f"{out_dir} exists and is not an empty directory", hint="pass a new --out directory")
+    parent = out_dir if out_dir.exists() else out_dir.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"cannot create {out_dir}: {parent} is not a writable directory",
+                        hint="pass an --out directory you can write to")
+
+
+def _checked_text_config(config: dict[str, Any], path: Path) -> Mapping[str, Any]:
+    """The language model's config, refused (``UserError``) unless it is an object with whole layer counts."""
+    text = text_config(config)
+    if not isinstance(text, Mapping):
+        raise UserError(f"{path}: text_config is a JSON {type(text).__name__}, not an object",
+                        hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
+    layers, shared = text.get("num_hidden_layers") or 0, text.get("num_kv_shared_layers") or 0
+    if not (isinstance(layers, int) and isinstance(shared, int) and 0 <= shared <= layers):
+        raise UserError(f"{path}: num_hidden_layers {layers!r} and num_kv_shared_layers {shared!r} are not layer counts",
+                        hint="pass the config.json of a Hugging Face checkpoint, as published")
+    return text
+
+
+def _linear_input_features(index: dict[str, TensorEntry]) -> list[tuple[str, int]]:
+    """(module, input features) of every 2-D ``weight`` in the headers except the embedding tables."""
+    return [(entry.name.removesuffix(".weight"), entry.shape[1]) for entry in index.values()
+            if entry.name.endswith(".weight") and len(entry.shape) == 2
+            and not entry.name.rsplit(".", 2)[-2].startswith("embed_tokens")]
+
+
+def _is_unblockable(in_features: int, scheme: str) -> bool:
+    block = SCHEME_WEIGHT_BLOCK[scheme]
+    return block is not None and in_features % block != 0
+
+
+def _kept_in_bf16(model: Any, plan: QuantizePlan, torch: Any) -> dict[str, str]:
+    """Linear layers of the loaded model that must stay BF16 beyond the plan's wildcards, and why.
+
+    An all-zero weight has amax 0, so ModelOpt's block scales come out 0/0 = NaN (vLLM then warns about
+    negative scales and runs on garbage); such a layer gains nothing from quantization. A layer whose
+    input features are not a multiple of the weight block cannot be packed (the plan names those from
+    the headers; the loaded model is the authority).
+    """
+    kept = {}
+    block = SCHEME_WEIGHT_BLOCK[plan.scheme]
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear) or (
+                name not in plan.unblockable and is_excluded(f"{name}.weight_quantizer", plan.exclusions)):
+            continue
+        if _is_unblockable(module.in_features, plan.scheme):
+            kept[name] = f"{module.in_features} input features, not a multiple of the {block}-element block"
+        elif not bool(module.weight.any()):
+            kept[name] = "all-zero weight"
+    return kept
 
 
 def _non_finite_scales(checkpoint: Path, torch: Any) -> list[str]:
@@ -283,7 +359,10 @@ def _check_weights_present(model_dir: Path) -> None:
         )
     index_path = model_dir / "model.safetensors.index.json"
     if index_path.is_file():
-        weight_map = json.loads(index_path.read_text(encoding="utf-8")).get("weight_map", {})
+        weight_map = read_json_object(index_path).get("weight_map", {})
+        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
+            raise UserError(f"{index_path}: weight_map is not an object of tensor -> file names",
+                            hint="finish the download, then run quantize again")
         missing = sorted({name for name in weight_map.values() if not (model_dir / name).is_file()})
         if missing:
             raise UserError(
@@ -323,7 +402,7 @@ def _import_quantize_stack() -> tuple[Any, Any, Any, Any, str]:
 
 
 def _load_tokenizer(transformers: Any, model_dir: Path) -> Any | None:
-    if not any((model_dir / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")):
+    if not any((model_dir / name).is_file() for name in TOKENIZER_FILES):
         return None
     return transformers.AutoTokenizer.from_pretrained(model_dir)
 

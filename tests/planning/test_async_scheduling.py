@@ -73,20 +73,20 @@ def test_table_covers_every_release_from_0_19_to_0_33_once():
     assert sorted(read, key=Version) == RELEASES
     for rule in TABLE["rules"]:
         assert all(Version(v) in SpecifierSet(rule["versions"]) for v in rule["read"]), rule["versions"]
-    assert all(release_rule(v)["read"].count(v) == 1 for v in RELEASES)
+    assert all(release_rule(v).read.count(v) == 1 for v in RELEASES)
 
 
 @pytest.mark.parametrize("version", CHECKED)
 def test_table_entry_matches_the_release_source(release, version):
     tree, rule = release(version), release_rule(version)
     preamble, explicit, default = _async_branches(tree)
-    assert ("'draft_model'" in preamble + explicit) == (rule["explicit"] == "accepted")
-    assert ("'draft_model'" in preamble + default) == (rule["default"] == "on")
-    if rule["default"] == "off":
-        assert rule["default_message"].replace("draft_model", "%s") in default
-    conflicts = {entry.split(": ", 1)[1] for entry in rule["explicit_conflicts"]}
-    assert _raised_messages(explicit) == conflicts | {rule["explicit_refusal_for_other_methods"]}
-    assert read_vllm_arguments(tree).knows_flag(rule["flag"])
+    assert ("'draft_model'" in preamble + explicit) == (rule.explicit == "accepted")
+    assert ("'draft_model'" in preamble + default) == (rule.default == "on")
+    if rule.default == "off":
+        assert rule.default_message.replace("draft_model", "%s") in default
+    conflicts = {entry.split(": ", 1)[1] for entry in rule.explicit_conflicts}
+    assert _raised_messages(explicit) == conflicts | {rule.explicit_refusal_for_other_methods}
+    assert read_vllm_arguments(tree).knows_flag(rule.flag)
     engine_args = ast.parse((tree / "vllm" / "engine" / "arg_utils.py").read_text())
     field = next(node for node in ast.walk(engine_args) if isinstance(node, ast.AnnAssign)
                  and ast.unparse(node.target) == "async_scheduling")

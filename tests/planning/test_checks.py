@@ -4,13 +4,21 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.planning import Finding, HotfixState, SpeculativeConfig, VllmFacts, inspect_checkpoint
+from specdraft.patching import HotfixReport, Status, Trait, needed_hotfixes
+from specdraft.planning import Finding, SpeculativeConfig, VllmFacts, inspect_checkpoint
 from specdraft.planning._checks import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
     check_special_tokens, check_vllm, check_vocab_size, published_assistant, suggest_mtp_assistant,
 )
 from tests.planning.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
+
+KV_SHARING = frozenset({Trait.HYBRID_KV_CACHE_MANAGER_OFF})
+MTP = frozenset({Trait.GEMMA4_MTP_ASSISTANT})
+
+
+def _report(hotfix_id: str, status: Status, detail: str = "") -> HotfixReport:
+    return HotfixReport(id=hotfix_id, status=status, file=None, vllm_version=None, detail=detail)
 
 
 @pytest.fixture
@@ -46,7 +54,8 @@ def test_different_bos_ids_in_config_are_an_error(checkpoint_dir, facts):
 def test_draft_model_needs_the_targets_tensor_parallel_size():
     finding = check_draft_tensor_parallel(SpeculativeConfig(model="d", draft_tensor_parallel_size=1), 2)
     assert (finding.level, finding.message) == (
-        "error", "draft_tensor_parallel_size=1 but tensor_parallel_size=2: vLLM's draft_model proposer needs them equal")
+        "error",
+        "draft_tensor_parallel_size=1 but tensor_parallel_size=2: vLLM's draft_model proposer needs them equal")
     assert finding.hint == "pass --draft-tensor-parallel-size 2"
 
 
@@ -71,24 +80,27 @@ def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts
 
 def test_drifted_hotfix_is_an_error_naming_the_version():
     vllm = VllmFacts(python="/v/bin/python", version="0.34.0",
-                     hotfixes=(HotfixState("kv-spec-uniform-valueerror", "drifted", "anchor not found"),))
-    finding = check_hotfixes(True, vllm, "apply")
+                     hotfixes=(_report("kv-uniform-catches-valueerror", Status.DRIFTED, "anchor not found"),))
+    finding = check_hotfixes(KV_SHARING, vllm, "apply")
     assert finding.level == "error"
-    assert finding.message == ("vLLM 0.34.0: kv-spec-uniform-valueerror drifted (the code around the anchor changed; "
-                               "specdraft will not patch it): anchor not found")
+    assert finding.message == ("vLLM 0.34.0: kv-uniform-catches-valueerror drifted (the code around the anchor "
+                               "changed; specdraft will not patch it): anchor not found")
     assert finding.hint == "python -m specdraft patch diff --python /v/bin/python"
 
 
-def test_pending_hotfix_in_check_mode_is_an_error_and_in_apply_mode_is_planned():
-    vllm = VllmFacts(python="/v/bin/python", version="0.32.0", hotfixes=(HotfixState("a", "pending"),
-                                                                          HotfixState("b", "applied")))
-    assert check_hotfixes(True, vllm, "check").message.startswith("vLLM 0.32.0: a pending; without them engine")
-    assert check_hotfixes(True, vllm, "apply").level == "info"
-    assert check_hotfixes(True, vllm, "skip").level == "warning"
+def test_pending_hotfix_in_check_mode_is_an_error_quoting_the_failure_it_declares():
+    vllm = VllmFacts(python="/v/bin/python", version="0.32.0",
+                     hotfixes=(_report("kv-sharing-uniform-specs", Status.PENDING),
+                               _report("kv-uniform-catches-valueerror", Status.APPLIED)))
+    failure = next(e.failure for e in needed_hotfixes(KV_SHARING) if e.id == "kv-sharing-uniform-specs")
+    assert check_hotfixes(KV_SHARING, vllm, "check").message == (
+        f"vLLM 0.32.0: kv-sharing-uniform-specs pending; without them {failure}")
+    assert check_hotfixes(KV_SHARING, vllm, "apply").level == "info"
+    assert check_hotfixes(KV_SHARING, vllm, "skip").level == "warning"
 
 
 def test_unknown_hotfix_status_is_a_warning_with_the_command_to_learn_it():
-    finding = check_hotfixes(True, VllmFacts(hotfix_note="no `vllm` on PATH"), "apply")
+    finding = check_hotfixes(KV_SHARING, VllmFacts(hotfix_note="no `vllm` on PATH"), "apply")
     assert (finding.level, finding.message) == ("warning", "hotfix status unknown: no `vllm` on PATH")
 
 
@@ -206,13 +218,13 @@ def test_e_series_template_for_a_large_target_is_an_error(facts):
 
 def test_an_mtp_pairing_needs_the_embedding_hotfix_whatever_the_kv_cache_manager():
     vllm = VllmFacts(python="/v/bin/python", version="0.26.0",
-                     hotfixes=(HotfixState("kv-sharing-uniform-specs", "applied"),
-                               HotfixState("gemma4-mtp-shares-backbone-embeddings", "pending")))
-    finding = check_hotfixes(False, vllm, "check", mtp=True)
+                     hotfixes=(_report("kv-sharing-uniform-specs", Status.APPLIED),
+                               _report("gemma4-mtp-shares-backbone-embeddings", Status.PENDING)))
+    finding = check_hotfixes(MTP, vllm, "check")
     assert finding.level == "error" and "gemma4-mtp-shares-backbone-embeddings pending" in finding.message
     assert "pre_projection" in finding.message and "window size" not in finding.message
-    assert check_hotfixes(False, vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
-    assert check_hotfixes(True, vllm, "check").level == "ok"  # a draft_model pair: the MTP fix is not its business
+    assert check_hotfixes(frozenset(), vllm, "check").level == "ok"  # a draft_model pair with the hybrid manager on
+    assert check_hotfixes(KV_SHARING, vllm, "check").level == "ok"  # a draft_model pair: not its business
 
 
 def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir, facts):

@@ -42,7 +42,7 @@ def test_an_explicit_context_that_does_not_fit_is_an_error_with_what_would():
     assert memory.hint.startswith(f"--max-model-len {plan.memory.max_context_that_fits} fits")
 
 
-def test_h200_fits_the_seed_at_128k():
+def test_h200_fits_the_spark_pairing_at_128k():
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, profile="h200"))
     assert _findings(plan)["memory"].level == "ok" and plan.serve.flag("--max-model-len").value == "131072"
 
@@ -62,7 +62,7 @@ def test_assistant_draft_gets_method_mtp_and_keeps_the_hybrid_manager():
 
 def test_e_series_target_gets_the_e_template_variant():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-E4B-it", draft="google/gemma-4-E2B-it"))
-    assert plan.template["needed_variant"] == "e"
+    assert plan.template.needed_variant == "e"
 
 
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
@@ -104,7 +104,8 @@ def test_a_checkpoint_without_weights_makes_the_memory_plan_say_it_is_optimistic
     target = tmp_path / "target31b"
     shutil.copytree(repo / "benchmarks" / "gpu" / "configs" / "target31b", target)
     plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
-    assert any(f.check == "memory" and f.level == "warning" and f.message.startswith(f"weight size unknown for {target}")
+    assert any(f.check == "memory" and f.level == "warning"
+               and f.message.startswith(f"weight size unknown for {target}")
                for f in plan.findings)
 
 
@@ -151,8 +152,8 @@ def test_a_draft_model_beside_a_gemma4_target_gets_a_tip_naming_its_mtp_assistan
     assert tip.level == "info" and tip.hint == f"launch --draft {assistant}"
     assert tip.message == (f"tip: --draft {assistant}, the target's MTP assistant (method mtp), decoded ~2x as fast as "
                            "an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance 0.85, "
-                           "vLLM 0.26.0); vLLM 0.25.0-0.26.0 need hotfix gemma4-mtp-shares-backbone-embeddings, "
-                           "which specdraft applies")
+                           "vLLM 0.26.0); specdraft applies gemma4-mtp-shares-backbone-embeddings where the serving "
+                           "vLLM needs it")
 
 
 def test_the_tip_finds_the_assistant_of_a_local_target_by_its_width(tmp_path):
@@ -177,7 +178,7 @@ def test_a_launch_request_refuses_a_method_that_uses_no_draft_checkpoint():
 
 def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_before_serving(tmp_path):
     """With the hybrid KV manager left on (an assistant shares no KV of its own), the plan must still read the
-    hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix (H100, issue 7)."""
+    hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix."""
     from specdraft.launch import apply_hotfixes
     from specdraft.testbed.release_trees import release_tree
 
@@ -192,6 +193,22 @@ def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_bef
     checked = build_launch_plan(request.model_copy(update={"hotfixes": "check"}))
     assert _findings(checked)["hotfixes"].level == "error"
     applied = apply_hotfixes(plan, progress=lambda line: None)
-    statuses = {h["id"]: h["status"] for h in applied.vllm["hotfixes"]}
+    statuses = {h.id: h.status for h in applied.vllm.hotfixes}
     assert statuses["gemma4-mtp-shares-backbone-embeddings"] == "applied"
     assert _findings(applied)["hotfixes"].level == "ok"
+
+
+@pytest.mark.parametrize("draft, extra", [("/models/unknown-draft", []), ("google/gemma-4-31B-it-assistant",
+                                                                         ["--disable-hybrid-kv-cache-manager"])])
+def test_a_pair_served_with_the_hybrid_manager_off_needs_the_kv_sharing_hotfixes(tmp_path, draft, extra):
+    """The plan turns the manager off for a draft it cannot read, and the user may after --: either way the
+    KV-sharing hotfixes matter, and their status is read."""
+    from specdraft.testbed.release_trees import release_tree
+
+    root = tmp_path / "site"
+    shutil.copytree(release_tree("0.26.0", progress=lambda line: None), root)
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=draft, vllm_root=root, hotfixes="check",
+                                           extra_args=extra))
+    finding = _findings(plan)["hotfixes"]
+    assert finding.level == "error"
+    assert "kv-sharing-uniform-specs, kv-uniform-catches-valueerror pending" in finding.message

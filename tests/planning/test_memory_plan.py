@@ -6,7 +6,7 @@ GIB = 2**30
 
 
 @pytest.fixture
-def seed_pair(tmp_path):
+def spark_pair(tmp_path):
     return (inspect_checkpoint("LilaRest/gemma-4-31B-it-NVFP4-turbo", hf_cache=tmp_path),
             inspect_checkpoint("mikeytag/gemma-4-E2B-it-NVFP4", hf_cache=tmp_path))
 
@@ -38,46 +38,46 @@ def test_disabling_the_hybrid_manager_counts_sliding_layers_in_full(tmp_path):
     assert (shape.per_token_bytes, shape.windowed_bytes) == (81920 + 819200, 0)
 
 
-def test_fp8_kv_halves_the_kv_cache(seed_pair):
-    target, draft = seed_pair
+def test_fp8_kv_halves_the_kv_cache(spark_pair):
+    target, draft = spark_pair
     bf16 = plan_memory(target, draft, PROFILES["h200"], max_model_len=65536, kv_cache_dtype="auto")
     fp8 = plan_memory(target, draft, PROFILES["h200"], max_model_len=65536, kv_cache_dtype="fp8")
     assert bf16.kv_bytes_needed == 2 * fp8.kv_bytes_needed
 
 
-def test_seed_pair_fits_128k_on_dgx_spark(seed_pair):
-    plan = plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.80)
+def test_spark_pair_fits_128k_on_dgx_spark(spark_pair):
+    plan = plan_memory(*spark_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.80)
     assert plan.fits and plan.advice == []
     assert plan.kv_bytes_needed == 131072 * (450560 + 9216)  # fp8, every non-shared layer of both models
 
 
-def test_seed_pair_does_not_fit_128k_on_h100_and_says_what_would(seed_pair):
-    plan = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072)
+def test_spark_pair_does_not_fit_128k_on_h100_and_says_what_would(spark_pair):
+    plan = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072)
     assert not plan.fits
     assert 65536 < plan.max_context_that_fits < 131072 and plan.max_context_that_fits % 1024 == 0
     assert plan.advice[0] == f"--max-model-len {plan.max_context_that_fits} fits at --gpu-memory-utilization 0.90"
-    longest = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits)
+    longest = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits)
     assert longest.fits
-    assert not plan_memory(*seed_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits + 1024).fits
+    assert not plan_memory(*spark_pair, PROFILES["h100"], max_model_len=plan.max_context_that_fits + 1024).fits
 
 
-def test_bf16_kv_that_does_not_fit_suggests_fp8(seed_pair):
-    plan = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072, kv_cache_dtype="auto")
+def test_bf16_kv_that_does_not_fit_suggests_fp8(spark_pair):
+    plan = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072, kv_cache_dtype="auto")
     assert any(a.startswith("--kv-cache-dtype fp8 halves the KV cache") for a in plan.advice)
 
 
-def test_longer_utilization_is_suggested_when_it_would_fit(seed_pair):
-    plan = plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.6)
+def test_longer_utilization_is_suggested_when_it_would_fit(spark_pair):
+    plan = plan_memory(*spark_pair, PROFILES["dgx-spark"], max_model_len=131072, gpu_memory_utilization=0.6)
     assert not plan.fits
     suggestion = next(a for a in plan.advice if a.startswith("--gpu-memory-utilization"))
     utilization = float(suggestion.split()[1])
-    assert plan_memory(*seed_pair, PROFILES["dgx-spark"], max_model_len=131072,
+    assert plan_memory(*spark_pair, PROFILES["dgx-spark"], max_model_len=131072,
                        gpu_memory_utilization=utilization).fits
 
 
-def test_tensor_parallelism_splits_weights_and_kv_across_gpus(seed_pair):
-    one = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072)
-    two = plan_memory(*seed_pair, PROFILES["h100"], max_model_len=131072, tensor_parallel_size=2,
+def test_tensor_parallelism_splits_weights_and_kv_across_gpus(spark_pair):
+    one = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072)
+    two = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072, tensor_parallel_size=2,
                       draft_tensor_parallel_size=2)
     assert two.kv_bytes_needed == one.kv_bytes_needed // 2
     assert two.target_weight_bytes == one.target_weight_bytes // 2

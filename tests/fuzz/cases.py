@@ -1,0 +1,355 @@
+"""Generated bad input for every command: bad paths, malformed JSON / safetensors / Jinja, numbers out of range.
+
+``generate(seed, per_command)`` returns the same cases for the same seed. A case is a command line
+plus the files it reads, built under the case's own directory by ``Case.build``; inputs start from
+real documents (the Gemma 4 configs specdraft ships, a bench result written by the library, the
+shipped chat template, the hotfixed vLLM modules of a real release) and are then broken one way.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import patch_trees
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = REPO / "specdraft" / "planning" / "data" / "models"
+TEMPLATE = REPO / "chat_templates" / "gemma4-e-series.jinja"
+
+# Text a user can type where a number is expected.
+BAD_NUMBERS = ("-1", "0", "-0", "nan", "inf", "-inf", "1e308", "1e-320", "99999999999999999999", "0x10", "", " ",
+               "1,2", "3.5", "-2.5", "1e3", "½")
+# Values that replace one field of a JSON document: every other JSON type, out-of-range numbers.
+BAD_VALUES = (None, True, "x", "", -1, 0, 2**63, 1e308, -1e308, [], {}, [None], {"": None}, "NaN", 0.5)
+# Whole documents that are not what the reader expects.
+BAD_DOCUMENTS = (b"", b"{", b"[]", b"[1, 2]", b'"a string"', b"null", b"42", b"\xff\xfe\x00\x01", b'{"a": NaN}',
+                 b"{}", b'{"a": 1}garbage', "{\"\u00e9\": \"\ud800\"}".encode("utf-8", "surrogatepass"))
+# Paths a user can type by accident; "{case}" is the case's directory, "{outside}" the directory no case may change.
+BAD_PATHS = ("{case}/missing", "{case}/missing/deeper", "{case}", "/dev/null", "{case}/a file with spaces",
+             "{case}/semi;colon", "{case}/new\nline", "{outside}/keep.txt", "{outside}", "{case}/" + "x" * 300,
+             "", "-", "~nobody-here/x", "{case}/empty", "{case}/binary")
+JINJA_BREAKAGE = (
+    "{% for m in messages %}",  # unclosed block
+    "{{ messages[0]['content'] }",  # unclosed expression
+    "{{ messages | no_such_filter }}",
+    "{{ raise_exception('refused by the template') }}",
+    "{% macro m(x) %}{{ m(x) }}{% endmacro %}{{ m(1) }}",  # unbounded recursion
+    "{{ undefined_variable.attribute.deeper }}",
+    "{% set x = 1 / 0 %}",
+    "{% include 'other.jinja' %}",
+    "{% extends 'base.jinja' %}",
+    "{{ messages[99]['content'] }}",
+    "{{ ''.__class__.__mro__ }}",
+    "{% for i in range(3) %}{{ i }}{% endfor %}",
+    "{#",
+    "{% raw %}",
+    "\x00\x01\x02",
+    "{% for i in range(10**7) %}{% endfor %}",  # the sandbox caps range()
+)
+# Templates that are slow on purpose: 10 MB of output.
+JINJA_SLOW = ('{{ "x" * 10**7 }}',)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated command line; ``build(case_dir, outside_dir)`` writes its inputs and returns argv."""
+
+    id: str
+    command: str
+    kind: str
+    build: Callable[[Path, Path], list[str]]
+    slow_template: bool = False
+
+
+def generate(seed: int, per_command: int) -> list[Case]:
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    for command, makers in _MAKERS.items():
+        for number in range(per_command):
+            maker = makers[number % len(makers)] if number < len(makers) else rng.choice(makers)
+            kind, build = maker(rng)
+            cases.append(Case(f"{command}-{number:02d}", command, kind, build))
+    for number, text in enumerate(JINJA_SLOW):
+        cases.append(Case(f"template-slow-{number}", "template", f"slow template {text!r}",
+                          _writes({"slow.jinja": text.encode()}, ["template", "check", "{case}/slow.jinja"]),
+                          slow_template=True))
+    return cases
+
+
+# helpers
+
+
+def expand(argv: list[str], case: Path, outside: Path) -> list[str]:
+    return [arg.replace("{case}", str(case)).replace("{outside}", str(outside)) for arg in argv]
+
+
+def _writes(files: dict[str, bytes], argv: list[str]) -> Callable[[Path, Path], list[str]]:
+    def build(case: Path, outside: Path) -> list[str]:
+        for name, data in files.items():
+            path = case / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        (case / "empty").write_bytes(b"")
+        (case / "binary").write_bytes(bytes(range(256)))
+        return expand(argv, case, outside)
+
+    return build
+
+
+def _number(rng: random.Random) -> str:
+    return rng.choice(BAD_NUMBERS)
+
+
+def _path(rng: random.Random) -> str:
+    return rng.choice(BAD_PATHS)
+
+
+def _break_json(rng: random.Random, document: object) -> tuple[str, bytes]:
+    """One way to break ``document``: replace it, replace one of its values, drop one of its keys, truncate it."""
+    choice = rng.randrange(4)
+    if choice == 0:
+        bad = rng.choice(BAD_DOCUMENTS)
+        return f"document {bad[:20]!r}", bad
+    text = json.dumps(document)
+    if choice == 1:
+        cut = rng.randrange(1, len(text))
+        return f"truncated at {cut}/{len(text)}", text[:cut].encode()
+    path = _random_path(rng, document)
+    if not path:
+        return "document replaced", json.dumps(rng.choice(BAD_VALUES)).encode()
+    parent = document = json.loads(text)
+    for key in path[:-1]:
+        parent = parent[key]
+    if choice == 2 and isinstance(parent, dict):
+        del parent[path[-1]]
+        return f"without {'.'.join(map(str, path))}", json.dumps(document).encode()
+    value = rng.choice(BAD_VALUES)
+    parent[path[-1]] = value
+    return f"{'.'.join(map(str, path))} = {value!r}", json.dumps(document, allow_nan=True).encode()
+
+
+def _random_path(rng: random.Random, document: object) -> list:
+    path: list = []
+    node = document
+    while isinstance(node, (dict, list)) and node and (not path or rng.random() < 0.6):
+        key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+        path.append(key)
+        node = node[key]
+    return path
+
+
+def _safetensors_parts(shapes: dict[str, list[int]]) -> tuple[dict, int]:
+    """The header of a BF16 safetensors file holding ``shapes``, and its data length."""
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2
+        for dim in shape:
+            size *= dim
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    return header, offset
+
+
+def safetensors_bytes(shapes: dict[str, list[int]]) -> bytes:
+    header, length = _safetensors_parts(shapes)
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + bytes(length)
+
+
+def _safetensors(rng: random.Random, shapes: dict[str, list[int]]) -> tuple[str, bytes]:
+    """A safetensors file for ``shapes`` broken one way (data as zeros)."""
+    header, length = _safetensors_parts(shapes)
+    raw = json.dumps(header).encode()
+    choice = rng.randrange(6)
+    if choice == 0:
+        return "header only", struct.pack("<Q", len(raw)) + raw
+    if choice == 1:
+        return "header length past the end", struct.pack("<Q", 2**40) + raw
+    if choice == 2:
+        return "random bytes", bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+    if choice == 3:
+        bad = rng.choice(BAD_DOCUMENTS)
+        return f"header {bad[:20]!r}", struct.pack("<Q", len(bad)) + bad
+    name = rng.choice(list(header))
+    field = rng.choice(["dtype", "shape", "data_offsets"])
+    header[name][field] = rng.choice(BAD_VALUES + ([-8, 4], [8, 4], [0, 2**62]))
+    raw = json.dumps(header).encode()
+    return f"{name}.{field} = {header[name][field]!r}", struct.pack("<Q", len(raw)) + raw + bytes(length)
+
+
+def _checkpoint_files(rng: random.Random, prefix: str, config_name: str) -> tuple[str, dict[str, bytes]]:
+    """A checkpoint directory's files with a real config: the config, the weights or both broken."""
+    config = json.loads((MODELS / f"{config_name}.json").read_text())
+    shapes = {"model.language_model.layers.0.mlp.down_proj.weight": [64, 48],
+              "model.language_model.embed_tokens.weight": [16, 64]}
+    what = rng.randrange(3)
+    config_kind, config_bytes = ("intact", json.dumps(config).encode()) if what == 2 else _break_json(rng, config)
+    weights_kind, weights = _safetensors(rng, shapes) if what != 0 else ("intact", safetensors_bytes(shapes))
+    files = {f"{prefix}/config.json": config_bytes, f"{prefix}/model.safetensors": weights}
+    if rng.random() < 0.3:
+        index_kind, index = _break_json(rng, {"weight_map": {name: "model.safetensors" for name in shapes}})
+        files[f"{prefix}/model.safetensors.index.json"] = index
+        weights_kind += f", index {index_kind}"
+    return f"config {config_kind}; weights {weights_kind}", files
+
+
+# commands
+
+
+def _patch_tree_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """A copy of the hotfixed modules of a real vLLM release with one thing broken, and a patch action on it."""
+    action = rng.choice(["status", "diff", "apply", "verify", "revert", "revert --force", "status --check"])
+    breakage = rng.choice(["version", "module bytes", "module truncated", "module empty", "symlink outside",
+                           "journal", "metadata", "no package", "root is a file", "root path", "unknown id", "python"])
+    seed = rng.randrange(2**32)
+
+    def build(case: Path, outside: Path) -> list[str]:
+        root = patch_trees.copy_hotfixed_modules(case / "site-packages")
+        target = patch_trees.break_tree(random.Random(seed), breakage, root, case, outside)
+        return ["patch", *action.split(), *target]
+
+    return f"patch {action}, {breakage}", build
+
+
+def _template_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    shipped = TEMPLATE.read_text()
+    choice = rng.randrange(4)
+    if choice == 0:
+        return _path_case(rng, ["template", "check", "{path}"], "template path")
+    if choice == 1:
+        breakage = rng.choice(JINJA_BREAKAGE)
+        at = rng.randrange(len(shipped))
+        text, kind = shipped[:at] + breakage + shipped[at:], f"shipped template with {breakage!r} at {at}"
+    elif choice == 2:
+        at = rng.randrange(len(shipped))
+        text, kind = shipped[:at], f"shipped template cut at {at}"
+    else:
+        text = "".join(rng.choice(JINJA_BREAKAGE) for _ in range(rng.randrange(1, 4)))
+        kind = f"template {text!r}"
+    argv = ["template", "check", "{case}/t.jinja"] + (["--json"] if rng.random() < 0.3 else [])
+    return kind, _writes({"t.jinja": text.encode("utf-8", "surrogatepass")}, argv)
+
+
+def _path_case(rng: random.Random, argv: list[str], what: str) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    path = _path(rng)
+    return f"{what} {path!r}", _writes({}, [arg.replace("{path}", path) for arg in argv])
+
+
+def _launch_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    base = ["launch", "--dry-run", "--hotfixes", "skip", "--vllm-root", "{case}/no-vllm"]
+    choice = rng.randrange(3)
+    if choice == 0:
+        kind, files = _checkpoint_files(rng, rng.choice(["target", "draft"]), rng.choice(
+            ["google__gemma-4-31B-it", "google__gemma-4-E2B-it"]))
+        files.setdefault("target/config.json", (MODELS / "google__gemma-4-31B-it.json").read_bytes())
+        files.setdefault("draft/config.json", (MODELS / "google__gemma-4-E2B-it.json").read_bytes())
+        return f"launch checkpoint: {kind}", _writes(files, base + ["--target", "{case}/target", "--draft", "{case}/draft"])
+    pair = ["--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it"]
+    if choice == 1:
+        option = rng.choice(["--num-speculative-tokens", "--max-model-len", "--gpu-memory-utilization",
+                             "--max-num-seqs", "--tensor-parallel-size", "--draft-tensor-parallel-size"])
+        value = _number(rng)
+        return f"launch {option} {value!r}", _writes({}, base + pair + [option, value])
+    option = rng.choice(["--chat-template", "--target", "--draft", "--vllm-root", "--python"])
+    path = _path(rng)
+    argv = base + pair
+    if option == "--python":
+        argv = base[:-2] + pair  # --python and --vllm-root exclude each other
+    if option in argv:
+        argv[argv.index(option) + 1] = path
+    else:
+        argv += [option, path]
+    return f"launch {option} {path!r}", _writes({}, argv)
+
+
+def _bench_result(rng: random.Random, speculative: bool) -> dict:
+    from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
+
+    counters = SpecDecodeCounters(100, 400, 243, (85, 68, 54, 36)) if speculative else None
+    level = LevelResult(1, 4, 1024, 1.0, 71.3, 71.3, Summary(14.0, 14.0, 14.0, 13.0, 15.0), None, None, counters)
+    return BenchResult("http://127.0.0.1:9", "m", 128, 0.0, "built-in", 8, (level,), speculative).to_json()
+
+
+def _bench_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    choice = rng.randrange(3)
+    if choice == 0:
+        a_kind, a = _break_json(rng, _bench_result(rng, True))
+        b = json.dumps(_bench_result(rng, False)).encode()
+        return f"bench --compare-results A with {a_kind}", _writes(
+            {"a.json": a, "b.json": b}, ["bench", "--compare-results", "{case}/a.json", "{case}/b.json"])
+    server = ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"]
+    if choice == 1:
+        option = rng.choice(["--requests", "--temperature", "--max-tokens", "--concurrency"])
+        value = _number(rng)
+        return f"bench {option} {value!r}", _writes({}, server + [option, value])
+    option = rng.choice(["--prompts", "--out", "--compare-results"])
+    path = _path(rng)
+    argv = server + [option, path] + (["{case}/binary"] if option == "--compare-results" else [])
+    return f"bench {option} {path!r}", _writes({}, argv)
+
+
+def _tune_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    choice = rng.randrange(4)
+    if choice == 0:
+        kind, document = _break_json(rng, _bench_result(rng, True))
+        return f"tune --from-bench with {kind}", _writes(
+            {"spec.json": document}, ["tune", "--from-bench", "{case}/spec.json", "--cost-ratio", "0.1"])
+    if choice == 1:
+        values = [rng.choice(["0.8", "0.5", "", "nan", "-0.1", "1.5", "inf", "x", "1e308", "0"])
+                  for _ in range(rng.randrange(1, 6))]
+        text = ",".join(values)
+        return f"tune --per-position-acceptance {text!r}", _writes(
+            {}, ["tune", "--per-position-acceptance", text, "--cost-ratio", "0.1"])
+    if choice == 2:
+        option = rng.choice(["--cost-ratio", "--overhead-fraction", "--overhead-ms", "--max-k", "--context",
+                             "--concurrency", "--target-step-ms"])
+        value = _number(rng)
+        extra = ["--cost-ratio", "0.1"] if option != "--cost-ratio" else []
+        if option == "--overhead-ms":
+            extra += ["--target-step-ms", "20"]
+        return f"tune {option} {value!r}", _writes(
+            {}, ["tune", "--per-position-acceptance", "0.8,0.6", *extra, option, value])
+    option = rng.choice(["--from-bench", "--step-times", "--fit-steps", "--target-bench"])
+    path = _path(rng)
+    argv = {"--from-bench": ["tune", "--from-bench", path, "--cost-ratio", "0.1"],
+            "--step-times": ["tune", "--per-position-acceptance", "0.8", "--step-times", path, "{case}/binary"],
+            "--fit-steps": ["tune", "--per-position-acceptance", "0.8", "--fit-steps", path],
+            "--target-bench": ["tune", "--per-position-acceptance", "0.8", "--cost-ratio", "0.1",
+                               "--host-ms", "1,1", "--target-bench", path]}[option]
+    return f"tune {option} {path!r}", _writes({}, argv)
+
+
+def _quantize_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    base = ["quantize", "--dry-run", "--calib", "random-tokens"]
+    choice = rng.randrange(3)
+    if choice == 0:
+        kind, files = _checkpoint_files(rng, "model", rng.choice(["google__gemma-4-E2B-it", "google__gemma-4-E4B-it"]))
+        return f"quantize model: {kind}", _writes(files, base + ["--model", "{case}/model", "--out", "{case}/out"])
+    model = {"model/config.json": (MODELS / "google__gemma-4-E2B-it.json").read_bytes(),
+             "model/model.safetensors": safetensors_bytes({"model.language_model.layers.0.mlp.down_proj.weight": [64, 48]})}
+    if choice == 1:
+        option = rng.choice(["--calib-samples", "--max-seq-len", "--device", "--scheme", "--exclude"])
+        value = _number(rng) if option in ("--calib-samples", "--max-seq-len") else rng.choice(
+            ["cuda:99", "tpu", "", "cuda:-1", "[", "**", "cpu"])
+        return f"quantize {option} {value!r}", _writes(
+            model, base + ["--model", "{case}/model", "--out", "{case}/out", option, value])
+    option = rng.choice(["--model", "--out", "--calib"])
+    path = _path(rng)
+    argv = base + ["--model", "{case}/model", "--out", "{case}/out"]
+    argv[argv.index(option) + 1] = path
+    return f"quantize {option} {path!r}", _writes(model, argv)
+
+
+_MAKERS: dict[str, list[Callable[[random.Random], tuple[str, Callable[[Path, Path], list[str]]]]]] = {
+    "patch": [_patch_tree_case],
+    "template": [_template_case],
+    "launch": [_launch_case],
+    "bench": [_bench_case],
+    "tune": [_tune_case],
+    "quantize": [_quantize_case],
+}
