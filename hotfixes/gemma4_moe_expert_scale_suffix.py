@@ -176,7 +176,7 @@ class Gemma4MoeExpertScaleSuffix(Hotfix):
     needed_for = (Trait.MOE_PER_EXPERT_WEIGHTS,)
     failure = ("loading a checkpoint with per-expert tensors dies with KeyError "
                "'...experts.0.gate_proj.weight_scale' (or .weight): their names map onto no parameter")
-    versions = "<0.21.0"  # from 0.21.0 the mapping is built by fused_moe_make_expert_params_mapping
+    versions = ">=0.19.0,<0.21.0"  # Gemma 4 from 0.19.0; from 0.21.0 fused_moe_make_expert_params_mapping builds the mapping
     function = "Gemma4Model"
     modules = ("vllm.model_executor.models.gemma4",)
 
