@@ -21,11 +21,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from specdraft.testbed.tiny import TARGET_CONFIG, _write_checkpoint
+from specdraft.testbed.tiny import TARGET_CONFIG, _write_checkpoint, write_once
 
 # The 26B-A4B's own ratios (128 experts, top 8, 704-wide experts beside a 2112-wide dense MLP) shrunk.
 MOE_TARGET_CONFIG: dict = {
@@ -58,25 +57,15 @@ def build_tiny_moe(out_dir: str | os.PathLike, seed: int = 0) -> TinyMoe:
     """
     spec = json.dumps({"config": MOE_TARGET_CONFIG, "seed": seed, "layout": _LAYOUT_VERSION}, sort_keys=True)
     root = Path(out_dir).expanduser() / f"tiny-gemma4-moe-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
-    moe = TinyMoe(fused=root / "fused", per_expert=root / "per_expert")
-    if (root / ".complete").is_file():
-        return moe
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tiny-gemma4-moe-", dir=root.parent))
-    staging.chmod(0o755)
-    try:
+
+    def write(staging: Path) -> None:
         _write_checkpoint(staging / "fused", MOE_TARGET_CONFIG, seed)
         shutil.copytree(staging / "fused", staging / "per_expert")
         split_experts(staging / "per_expert" / "model.safetensors")
         (staging / ".complete").write_text(spec + "\n")
-        try:
-            staging.rename(root)
-        except OSError:  # another process finished the same checkpoint first; theirs is identical
-            if not (root / ".complete").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return moe
+
+    write_once(root, write)
+    return TinyMoe(fused=root / "fused", per_expert=root / "per_expert")
 
 
 def split_experts(safetensors_file: Path) -> None:
