@@ -5,12 +5,11 @@ The whole tables (every release 0.19.0 to 0.33.0) are in the hotfixes' docstring
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import pytest
 
-from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
+from specdraft.patching import Status, locate, status
+
+from .conftest import assert_pending_cycle, py_hashes
 
 SCALES = "gemma4-moe-expert-scale-suffix"
 PREFIX = "gemma4-moe-expert-prefix"
@@ -26,10 +25,6 @@ STATUS_BY_RELEASE = {
 }
 
 
-def _hashes(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in (root / "vllm").rglob("*.py")}
-
-
 @pytest.mark.parametrize("version, expected", STATUS_BY_RELEASE.items())
 def test_status_on_the_releases_where_it_changes(tree_of, version, expected):
     reports = {r.id: r for r in status(locate(vllm_root=tree_of(version)), only=[SCALES, PREFIX])}
@@ -40,26 +35,7 @@ def test_status_on_the_releases_where_it_changes(tree_of, version, expected):
                                              ("0.33.0", PREFIX)])
 def test_pending_release_cycle_diff_apply_verify_revert(tree_of, cli, version, hotfix):
     root = tree_of(version)
-    pristine = _hashes(root)
-    install = locate(vllm_root=root)
-
-    code, out, _ = cli("diff", "--vllm-root", root, "--only", hotfix)
-    assert code == 1 and out.count("+++ b/vllm/") == 1 and f"+++ b/{MODEL}" in out
-    assert _hashes(root) == pristine
-
-    (report,) = apply(install, only=[hotfix])
-    assert (report.status, report.outcome) == (Status.APPLIED, Outcome.CHANGED)
-    patched = _hashes(root)
-    assert {name for name in patched if patched[name] != pristine[name]} == {MODEL}
-    compile((root / MODEL).read_bytes(), MODEL, "exec")
-
-    assert [r.outcome for r in apply(install, only=[hotfix])] == [Outcome.UNCHANGED]
-    assert _hashes(root) == patched
-    assert [r.outcome for r in verify(install, only=[hotfix])] == [Outcome.PASSED]
-
-    assert [r.outcome for r in revert(install, only=[hotfix])] == [Outcome.CHANGED]
-    assert _hashes(root) == pristine
-    assert [r.status for r in status(install, only=[hotfix])] == [Status.PENDING]
+    assert_pending_cycle(cli, root, hotfix, MODEL, after_apply=lambda: compile((root / MODEL).read_bytes(), MODEL, "exec"))
 
 
 def test_remap_without_its_look_behind_is_drifted_and_apply_writes_nothing(tree_of, cli):
@@ -68,12 +44,12 @@ def test_remap_without_its_look_behind_is_drifted_and_apply_writes_nothing(tree_
     source = model.read_text()
     assert source.count(r"(?<!\.moe)") == 1
     model.write_text(source.replace(r"(?<!\.moe)", ""))
-    before = _hashes(root)
+    before = py_hashes(root)
     (report,) = status(locate(vllm_root=root), only=[PREFIX])
     assert report.status is Status.DRIFTED and "look-behind" in report.detail
     code, out, _ = cli("apply", "--vllm-root", root)
     assert code == 1 and "refused" in out
-    assert _hashes(root) == before
+    assert py_hashes(root) == before
 
 
 def test_layers_with_a_moe_module_again_make_the_mapper_fix_drifted(tree_of):
