@@ -134,10 +134,12 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
         errors = [f.check for f in plan.findings if f.level == "error"]
         raise RefusedError(f"preflight found {len(errors)} error(s) ({', '.join(errors)}); vLLM not started",
                            hint="fix them, then run the same command again (--dry-run to re-check)")
+    serve_command(plan)  # refuses before any patching when no checked interpreter would serve
     plan = apply_hotfixes(plan, progress=lambda line: print(f"specdraft: {line}", file=sys.stderr, flush=True))
     if plan.has_errors:
         raise RefusedError("preflight found errors after the hotfix step; vLLM not started",
                            hint="specdraft launch ... --dry-run")
-    print(f"specdraft: exec {plan.argv[0]} {plan.argv[1]} {plan.argv[2]}", file=sys.stderr, flush=True)
+    program, argv = serve_command(plan)
+    print(f"specdraft: exec {program} {' '.join(argv[1:4])} {plan.argv[2]}", file=sys.stderr, flush=True)
     exec_serve(plan)
     return ExitCode.INTERNAL

@@ -4,7 +4,7 @@
 from specdraft.launch._demo import run_demo
 from specdraft.launch._docker import docker_argv, docker_command
 from specdraft.launch._preflight import apply_hotfixes, render_report
-from specdraft.launch._serve import exec_serve, serve_command, vllm_executable
+from specdraft.launch._serve import exec_serve, serve_command
 
 __all__ = ["apply_hotfixes", "docker_argv", "docker_command", "exec_serve", "render_report",
-           "run_demo", "serve_command", "vllm_executable"]
+           "run_demo", "serve_command"]

@@ -1,23 +1,47 @@
 """A ``docker run`` command for the plan: the container installs specdraft, patches and verifies its own
-vLLM, then execs ``vllm serve`` with the same argv."""
+vLLM, then execs ``vllm serve`` with the same argv.
+
+The install inside the image must not change the image's vLLM environment: specdraft goes in with
+``--no-deps`` (``patch apply`` and ``patch verify`` import only specdraft, libcst and packaging), and
+libcst and packaging are installed under constraints that pin every distribution the image already has, so pip can
+add them but never up- or downgrade a package vLLM was built with; if it would have to, the install
+fails and the container stops before serving.
+"""
 
 from __future__ import annotations
 
+import os
 import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 import specdraft
-from specdraft.planning import LaunchPlan
 from specdraft.errors import UserError
+from specdraft.paths import expand_user
+from specdraft.planning import LaunchPlan
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
 BUILD_IN_CONTAINER = "/tmp/specdraft-build"
+HF_HOME_IN_CONTAINER = "/root/.cache/huggingface"
+IMAGE_PACKAGES = "/tmp/specdraft-image-packages.txt"
+PATCH_REQUIREMENTS = ("libcst>=1.0", "packaging>=23")
+"""specdraft's own pins (pyproject.toml) of what ``patch apply`` / ``patch verify`` import besides specdraft."""
+DEFAULT_PORT = 8000
+IMAGE_HINT = "pass --image vllm/vllm-openai:vX.Y.Z (the release you mean to serve with)"
 
 
 def _source_checkout() -> Path | None:
     """The specdraft checkout this package runs from, if it is one (pyproject.toml beside the package)."""
     root = Path(specdraft.__file__).resolve().parent.parent
     return root if (root / "pyproject.toml").is_file() else None
+
+
+def _mount(host: Path, container: str | Path, read_only: bool = False) -> list[str]:
+    if ":" in str(host):
+        raise UserError(f"{host}: docker -v cannot mount a path containing ':'", hint="move or link it elsewhere")
+    return ["-v", f"{host}:{container}" + (":ro" if read_only else "")]
 
 
 def _host_paths(plan: LaunchPlan) -> list[Path]:
@@ -36,27 +60,82 @@ def _host_paths(plan: LaunchPlan) -> list[Path]:
     return paths
 
 
-def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> list[str]:
+def served_port(argv: Sequence[str]) -> int | None:
+    """The ``--port`` the serve argv sets (``--port N`` or ``--port=N``; the last one wins, as in argparse)."""
+    port = None
+    for index, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--port=") else (
+            argv[index + 1] if arg == "--port" and index + 1 < len(argv) else None)
+        if value is None:
+            continue
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise UserError(f"--port {value!r} after -- is not a TCP port", hint="pass -- --port 8001")
+        port = int(value)
+    return port
+
+
+def image_for(plan: LaunchPlan, image: str | None) -> str:
+    """``image`` if given, else the vllm/vllm-openai tag of the planned release; refused when that is unknown."""
+    if image:
+        return image
+    version, distribution = plan.vllm.version, plan.vllm.distribution or "vllm"
+    if not version:
+        raise UserError("--docker: the vLLM version is unknown here, so no vllm/vllm-openai tag follows from it"
+                        + (f" ({plan.vllm.note})" if plan.vllm.note else ""), hint=IMAGE_HINT)
+    if plan.vllm.is_cpu_build:
+        raise UserError(f"--docker: the planned vLLM is {distribution} {version}; vllm/vllm-openai images are "
+                        "the CUDA builds", hint=IMAGE_HINT)
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise UserError(f"--docker: vLLM version {version!r} is not a version", hint=IMAGE_HINT) from None
+    if str(parsed) != parsed.base_version:
+        raise UserError(f"--docker: vLLM {version} is not a published release, so it has no vllm/vllm-openai tag",
+                        hint=IMAGE_HINT)
+    return f"vllm/vllm-openai:v{parsed.base_version}"
+
+
+def _hf_mounts(environ: Mapping[str, str]) -> list[str]:
+    """The host's Hugging Face home (``HF_HOME``, else ~/.cache/huggingface) and, if set apart, ``HF_HUB_CACHE``.
+
+    ``-e HF_TOKEN`` names the variable without its value: docker copies it from this environment when set,
+    for the gated google/ repos; a token saved by ``hf auth login`` comes with the mounted home.
+    """
+    home = expand_user(environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface", option="HF_HOME")
+    args = [*_mount(home, HF_HOME_IN_CONTAINER), "-e", f"HF_HOME={HF_HOME_IN_CONTAINER}", "-e", "HF_TOKEN"]
+    if environ.get("HF_HUB_CACHE"):
+        hub = f"{HF_HOME_IN_CONTAINER}/hub"
+        args += [*_mount(expand_user(environ["HF_HUB_CACHE"], option="HF_HUB_CACHE"), hub), "-e", f"HF_HUB_CACHE={hub}"]
+    return args
+
+
+def install_commands(source_in_container: str | None) -> list[str]:
+    """The entrypoint's install steps: specdraft without dependencies, then what its patch steps import, with every
+    distribution already in the image pinned (pip adds what is missing, changes nothing vLLM has)."""
+    specdraft_install = (f"cp -r {SOURCE_IN_CONTAINER} {BUILD_IN_CONTAINER} && "
+                         f"python3 -m pip install --no-deps {BUILD_IN_CONTAINER}" if source_in_container
+                         else f"python3 -m pip install --no-deps specdraft=={specdraft.__version__}")
+    return [f"python3 -m pip list --format=freeze > {IMAGE_PACKAGES}", specdraft_install,
+            f"python3 -m pip install -c {IMAGE_PACKAGES} {shlex.join(PATCH_REQUIREMENTS)}"]
+
+
+def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
     """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
-    version = plan.vllm.version
-    image = image or (f"vllm/vllm-openai:v{version}" if version else "vllm/vllm-openai:latest")
+    environ = os.environ if environ is None else environ
+    image = image_for(plan, image)
     source = _source_checkout()
-    mounts = ["-v", f"{Path.home() / '.cache' / 'huggingface'}:/root/.cache/huggingface"]
+    mounts = _hf_mounts(environ)
     if source is not None:
-        mounts += ["-v", f"{source}:{SOURCE_IN_CONTAINER}:ro"]
-        install = (f"cp -r {SOURCE_IN_CONTAINER} {BUILD_IN_CONTAINER} && "
-                   f"python3 -m pip install --no-deps {BUILD_IN_CONTAINER} libcst")
-    else:
-        install = f"python3 -m pip install --no-deps specdraft=={specdraft.__version__} libcst"
+        mounts += _mount(source, SOURCE_IN_CONTAINER, read_only=True)
     for path in _host_paths(plan):
-        if ":" in str(path):
-            raise UserError(f"{path}: docker -v cannot mount a path containing ':'", hint="move or link it elsewhere")
-        mounts += ["-v", f"{path}:{path}:ro"]
+        mounts += _mount(path, path, read_only=True)
     argv = list(plan.argv)
-    if "--port" not in argv:
+    port = served_port(argv)
+    if port is None:
+        port = DEFAULT_PORT
         argv += ["--port", str(port)]
     script = " && ".join([
-        install,
+        *install_commands(SOURCE_IN_CONTAINER if source is not None else None),
         "python3 -m specdraft patch apply",
         "python3 -m specdraft patch verify",
         "exec " + shlex.join(argv),
@@ -65,7 +144,6 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, port: int = 8000)
             "--entrypoint", "/bin/bash", image, "-c", script]
 
 
-def docker_command(plan: LaunchPlan, *, image: str | None = None, port: int = 8000) -> str:
+def docker_command(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """``docker_argv`` quoted for a POSIX shell."""
-    return shlex.join(docker_argv(plan, image=image, port=port))
-
+    return shlex.join(docker_argv(plan, image=image, environ=environ))

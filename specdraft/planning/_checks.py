@@ -187,7 +187,8 @@ def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) 
         return _ok("hotfixes", f"not needed: the pair runs without {HYBRID_FLAG} and is not an MTP pairing"
                    if not traits else f"no hotfix is needed for {', '.join(sorted(traits))}")
     if vllm.hotfixes is None:
-        return Finding(level="warning", check="hotfixes",
+        # --hotfixes check promises a verified install: an unknown status is not one
+        return Finding(level="error" if mode == "check" else "warning", check="hotfixes",
                        message=f"hotfix status unknown: {vllm.hotfix_note}",
                        hint=f"python -m specdraft patch status --python {python}")
     drifted = [h for h in vllm.hotfixes_with(Status.DRIFTED) if h.id in needed]

@@ -41,6 +41,8 @@ class GpuProfile(BaseModel):
     4 GiB leaves room for larger prefill chunks and the draft."""
     compute_capability: tuple[int, int]
     """CUDA compute capability; which NVFP4/FP8 kernels exist depends on it."""
+    gpus: int = 1
+    """GPUs on the machine: the most tensor-parallel ranks a plan can have."""
 
 
 PROFILES: dict[str, GpuProfile] = {

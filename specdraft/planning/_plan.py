@@ -23,6 +23,7 @@ from specdraft.planning._serve_checks import allow_leaky_template, plan_findings
 from specdraft.planning._serve_plan import ServePlan
 from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.planning._template_choice import TemplateChoice
+from specdraft.planning._verdicts import plan_verdicts
 from specdraft.planning._vllm_install import VllmFacts
 
 
@@ -102,7 +103,8 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     decided = decide(facts)
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
-    findings = allow_leaky_template(check_pair(_pair_facts(facts, decided, serve)) + flag_findings, facts, decided)
+    findings = allow_leaky_template(check_pair(_pair_facts(facts, decided, serve)) + flag_findings
+                                    + plan_verdicts(facts, decided), facts, decided)
     return LaunchPlan(
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,

@@ -122,17 +122,18 @@ class MultimodalTable(ReleaseTable[MultimodalRule]):
     vllm_cpu: CpuBuildObservation | None = None
 
 
-def _text(name: str) -> str:
+def data_text(name: str) -> str:
+    """The text of ``data/<name>``."""
     return resources.files("specdraft.planning").joinpath("data", name).read_text()
 
 
 @lru_cache(maxsize=None)
 def async_scheduling_table() -> AsyncSchedulingTable:
     """``data/async_scheduling.json``."""
-    return AsyncSchedulingTable.model_validate_json(_text("async_scheduling.json"))
+    return AsyncSchedulingTable.model_validate_json(data_text("async_scheduling.json"))
 
 
 @lru_cache(maxsize=None)
 def multimodal_table() -> MultimodalTable:
     """``data/multimodal_draft_model.json``."""
-    return MultimodalTable.model_validate_json(_text("multimodal_draft_model.json"))
+    return MultimodalTable.model_validate_json(data_text("multimodal_draft_model.json"))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
+from specdraft.planning._references import reference_problem
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -94,6 +95,14 @@ class LaunchRequest(BaseModel):
     """Plan against the vLLM package in DIR (site-packages, unpacked wheel) instead of an interpreter's."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed to vllm serve verbatim."""
+
+    @field_validator("target", "draft")
+    @classmethod
+    def _is_a_checkpoint_reference(cls, ref: str) -> str:
+        problem = reference_problem(ref)
+        if problem is not None:
+            raise ValueError(problem)
+        return ref
 
     @field_validator("method")
     @classmethod

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.cache import cache_root
 from specdraft.errors import UserError
 from specdraft.findings import Finding
+from specdraft.paths import expand_user
 
 if TYPE_CHECKING:
     from specdraft.templates import TemplateFinding
@@ -96,7 +97,7 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
     except ImportError:
         templates = None
     if requested is not None:
-        path = Path(requested).expanduser()
+        path = expand_user(requested, option="--chat-template")
         if not path.is_file():
             raise UserError(f"--chat-template {path}: no such file",
                             hint="pass an existing template, or drop --chat-template to use specdraft's own")
@@ -109,5 +110,10 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
         return TemplateChoice(path=path, variant=None, needed_variant=variant, findings=(Finding(
             level="warning", check="chat-template",
             message=f"{path} not checked: specdraft.templates is not in this build"),))
-    found_variant, findings = _check(path.read_text(), variant, detect=requested is not None)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"--chat-template {path}: not UTF-8 text (byte {err.start})",
+                        hint="pass a Jinja chat template saved as UTF-8") from None
+    found_variant, findings = _check(source, variant, detect=requested is not None)
     return TemplateChoice(path=path, variant=found_variant, needed_variant=variant, findings=findings)

@@ -91,7 +91,10 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
         if want_hotfixes:
             found["hotfixes"] = tuple(status(install))
     except UserError as err:
-        where = "" if python or vllm_root else "; no `vllm` on PATH and no --python given"
+        script = shutil.which("vllm")
+        where = "" if python or vllm_root else (
+            f"; the `vllm` on PATH ({script}) is not a Python console script, so which vLLM it runs is unknown"
+            if script else "; no `vllm` on PATH and no --python given")
         found["note"] = found["hotfix_note"] = err.message + where
     arguments = read_vllm_arguments(found["root"]) if found.get("root") else None
     verdict = multimodal_verdict(found.get("version"), found.get("root"), found.get("distribution"))

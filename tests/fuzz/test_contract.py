@@ -41,16 +41,6 @@ RUN.update(seed=SEED, per_command=PER_COMMAND)
 KNOWN_BREACHES: list[tuple[Callable[[Case, str], bool], str]] = [
     (lambda case, breach: case.slow_template and breach.startswith("still running"),
      "template check has no bound on render time or output size (issue 16 point 4, c-templates)"),
-    (lambda case, breach: case.command == "launch" and "--chat-template" in case.kind and "UnicodeDecodeError" in breach,
-     "launch --chat-template FILE that is not UTF-8 text escapes as UnicodeDecodeError from choose_template's "
-     "path.read_text() (specdraft/planning/_template_choice.py, a1-pipeline)"),
-    (lambda case, breach: case.command == "launch" and "Could not determine home directory" in breach,
-     "launch with a path '~user/...' of a user that does not exist: Path.expanduser() raises RuntimeError "
-     "(specdraft/planning, a1-pipeline)"),
-    (lambda case, breach: case.command == "launch" and ("object has no attribute 'get'" in breach
-                                                        or "HFValidationError" in breach),
-     "launch on a config.json that is a JSON list/string, or a --target/--draft that is not a repo id "
-     "('-'): fixed on branch e-verdicts (49a88bb), not merged yet"),
 ]
 
 

@@ -55,7 +55,7 @@ def test_dry_run_without_vllm_or_models_says_what_is_missing(specdraft_cli):
     assert by_check["target-checkpoint"]["message"].startswith(f"{TARGET} is not in the Hugging Face cache; using "
                                                                 "shipped shape facts")
     assert by_check["draft-checkpoint"]["level"] == "warning"
-    assert plan["exec_argv"] is None and plan["exec_note"].startswith("no `vllm` executable")
+    assert plan["exec_argv"] is None and plan["exec_note"].startswith("no interpreter with a checked vLLM")
 
 
 def test_dry_run_report_lists_checks_memory_flags_and_command(specdraft_cli):
@@ -92,7 +92,8 @@ def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, 
 def test_docker_command_survives_two_rounds_of_shell_parsing(specdraft_cli, tmp_path):
     target = tmp_path / "my models" / "t;x"
     target.mkdir(parents=True)
-    done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker")
+    done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker",
+                         "--image", "vllm/vllm-openai:v0.26.0")
     outer = shlex.split(done.stdout.strip())
     assert outer[:2] == ["docker", "run"] and f"{target}:{target}:ro" in outer
     script = outer[outer.index("-c") + 1]

@@ -99,10 +99,23 @@ def test_draft_tensor_parallel_size_follows_the_target_unless_given():
     assert {f.check: f.level for f in plan.findings}["draft-tensor-parallel"] == "ok"
 
 
-def test_a_checkpoint_without_weights_makes_the_memory_plan_say_it_is_optimistic(tmp_path):
+def test_a_gemma4_checkpoint_without_weights_gets_its_weights_from_the_formula_and_says_so(tmp_path):
     repo = Path(__file__).resolve().parents[2]
     target = tmp_path / "target31b"
     shutil.copytree(repo / "benchmarks" / "gpu" / "configs" / "target31b", target)
+    plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
+    digest = plan.to_json_dict()["target"]
+    assert digest["weight_bytes"] == 30_697_345_280 * 2
+    assert digest["weight_bytes_basis"] == ("computed from config.json: 30,697,345,280 language-model parameters "
+                                              "by the Gemma 4 formula (towers not counted) in BF16")
+    assert not any(f.message.startswith("weight size unknown") for f in plan.findings)
+
+
+def test_a_checkpoint_no_family_can_weigh_makes_the_memory_plan_say_it_is_optimistic(tmp_path):
+    target = tmp_path / "llama"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4096,
+                                                    "num_attention_heads": 32, "num_hidden_layers": 32}))
     plan = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT))
     assert any(f.check == "memory" and f.level == "warning"
                and f.message.startswith(f"weight size unknown for {target}")

@@ -1,0 +1,66 @@
+"""The shipped per-release support table against the real release sources it was read from."""
+
+import json
+from importlib import resources
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from specdraft.planning._release_support import read_release_support, release_support, table_rules
+from tests.planning.test_async_scheduling import CHECKED, RELEASES
+
+TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "release_support.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def release():
+    from specdraft.testbed.release_trees import release_tree
+
+    return lambda version: release_tree(version, progress=lambda line: None)
+
+
+def test_table_covers_every_release_from_0_19_to_0_33_once():
+    read = [version for rule in TABLE["rules"] for version in rule["read"]]
+    assert sorted(read, key=Version) == RELEASES
+    for rule in TABLE["rules"]:
+        assert all(Version(v) in SpecifierSet(rule["versions"]) for v in rule["read"]), rule["versions"]
+    assert release_support("0.18.1") is None and release_support("0.34.0") is None and release_support(None) is None
+
+
+@pytest.mark.parametrize("version", CHECKED)
+def test_table_entry_is_what_the_release_source_says(release, version):
+    assert read_release_support(release(version)) == release_support(version)
+
+
+@pytest.mark.parametrize("version", CHECKED)
+def test_the_facts_are_in_the_source_text(release, version):
+    """Independent of the AST reading: the strings themselves, where the table says they are."""
+    package = release(version) / "vllm"
+    facts = release_support(version)
+    speculative = (package / "config" / "speculative.py").read_text()
+    assert ('"gemma4_assistant"' in speculative) == bool(facts.gemma4_assistant_model_types)
+    registry = (package / "model_executor" / "models" / "registry.py").read_text()
+    assert ('"Gemma4MTPModel"' in registry) == ("Gemma4MTPModel" in facts.gemma4_architectures)
+    cache = (package / "config" / "cache.py").read_text()
+    assert all(f'"{dtype}"' in cache for dtype in facts.kv_cache_dtypes)
+    assert "No valid cudagraph sizes after rounding" in (package / "config" / "compilation.py").read_text()
+    assert f"{facts.cudagraph_capture_ceiling}" in (package / "config" / "vllm.py").read_text()
+
+
+def test_gemma4_assistants_arrive_in_0_21_0():
+    assert not release_support("0.19.1").gemma4_assistant_model_types
+    assert not release_support("0.20.2").gemma4_assistant_model_types
+    assert release_support("0.21.0").gemma4_assistant_model_types == ("gemma4_assistant",)
+    assert "gemma4_unified_assistant" in release_support("0.33.0").gemma4_assistant_model_types
+
+
+def test_an_unreadable_tree_gives_none(tmp_path):
+    assert read_release_support(tmp_path) is None
+
+
+def test_table_rules_group_consecutive_releases_with_equal_facts(release):
+    rules = table_rules({"0.26.0": release("0.26.0"), "0.27.0": release("0.26.0"), "0.28.0": release("0.28.0")})
+    assert [(rule["versions"], rule["read"]) for rule in rules] == [
+        (">=0.26.0,<0.28.0", ["0.26.0", "0.27.0"]), (">=0.28.0,<0.29.0", ["0.28.0"])]
+    assert rules[1]["kv_cache_dtypes"] == list(release_support("0.28.0").kv_cache_dtypes)
