@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative_choice import choose_method
@@ -40,6 +41,7 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     draft = inspect_checkpoint(request.draft, revision=request.draft_revision)
     traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
                             or HYBRID_FLAG in request.extra_args,
-                            method=choose_method(request, draft)[0] or "draft_model")
+                            method=choose_method(request, draft)[0] or "draft_model",
+                            moe_per_expert_weights=stores_experts_apart(target))
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
     return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm)
