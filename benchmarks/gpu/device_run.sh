@@ -28,6 +28,9 @@ publish() {
 }
 
 bash "$TOOLS/install.sh" "" .device/stage2 || { log "INSTALL FAILED (a cold machine needs stage1 first)"; exit 3; }
+# MoE targets need vLLM's MoE ops, which the recipe's stage 2 strips; they travel alone (40 MiB, see docs/gpu/README.md)
+[ -f /tmp/site/vllm/_moe_C_stable_libtorch.abi3.so ] || [ ! -f /root/stash/_moe_C_stable_libtorch.abi3.so ] \
+  || cp /root/stash/_moe_C_stable_libtorch.abi3.so /tmp/site/vllm/
 [ -d /tmp/sdsite/libcst ] && [ -d /tmp/sdsite/compressed_tensors ] || "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/sdsite .device/whl/*.whl
 mkdir -p /tmp/real && cp -r "$TOOLS/configs/." /tmp/real/
 [ -f "$S/gpu.txt" ] || {

@@ -194,14 +194,19 @@ def plot(out: list[dict], targets: dict, path: str) -> None:
                     label=f"tune, GPU line only, alpha {alpha}")
             ax.plot([r["k"] for r in rows], [r["speedup"] for r in rows], "o", color=colour,
                     label=f"measured, alpha {alpha}")
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_xlabel("num_speculative_tokens K")
-        ax.set_ylabel("decode speedup over the target alone")
         drafter = "E2B draft, draft_model + async scheduling" if method == "draft_model" else "31B MTP assistant, mtp"
-        ax.set_title(f"31B target + {drafter}\nNVIDIA H100, vLLM 0.26.0 ({lease})", fontsize=9)
-        ax.legend(fontsize=7)
+        speedup_axes(ax, f"31B target + {drafter}\nNVIDIA H100, vLLM 0.26.0 ({lease})")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+
+
+def speedup_axes(ax, title: str) -> None:
+    """The speedup-vs-K panel's frame: the break-even line, axis labels, title and legend."""
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("num_speculative_tokens K")
+    ax.set_ylabel("decode speedup over the target alone")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
 
 
 if __name__ == "__main__":

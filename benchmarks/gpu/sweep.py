@@ -12,7 +12,10 @@ acceptance levels reuse the engine: the rejection sampler's rate tensor is overw
 Every row is measured the same way: ``t1`` = median time of a 1-token request (prefill + first token),
 ``tN`` = median time of ``--reps`` requests of ``--new-tokens`` tokens; decode tok/s = (N - 1) / (tN - t1).
 For speculative rows the step count comes from vLLM's own counter (``vllm:spec_decode_num_drafts``), so
-``step_ms`` = (tN - t1) / steps per request is the measured cost of one speculative step.
+``step_ms`` = (tN - t1) / steps per request is the measured cost of one speculative step of the engine (all
+``--concurrency`` sequences; result files written before the levels option held the per-sequence share instead).
+``--concurrency 1,2,4`` measures each level in turn with one engine (``--max-num-seqs`` at least the largest);
+``--target-dir`` picks the target's config folder (``target31b``, ``target26b``).
 
 Levers (issue 7): ``--method draft_model|mtp|ngram|ngram_gpu``, ``--async-scheduling on|off`` (default: vLLM's
 choice), ``--cudagraph-mode``, ``--v2`` (Model Runner V2), ``--max-num-seqs`` with ``--concurrency``. ``--profile-tokens N``
@@ -48,6 +51,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--k", type=int, default=0, help="num_speculative_tokens; 0 = no speculation")
     p.add_argument("--model", choices=["target", "draft"], default="target", help="which shape serves as the model")
     p.add_argument("--configs", default=os.environ.get("REAL", "/tmp/real"), help="folder with the model config folders")
+    p.add_argument("--target-dir", default="target31b", help="the target's config folder under --configs")
     p.add_argument("--draft-dir", default="draftE2B", help="the draft's config folder under --configs")
     p.add_argument("--alphas", default="0.85,0.70", help="conditional acceptance levels, comma-separated")
     p.add_argument("--draft-quant", default=None, help="speculative_config quantization for the draft (e.g. fp8)")
@@ -67,7 +71,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cudagraph-mode", default=None, help="compilation_config cudagraph_mode (e.g. PIECEWISE, FULL)")
     p.add_argument("--v2", action="store_true", help="Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1)")
     p.add_argument("--max-num-seqs", type=int, default=1)
-    p.add_argument("--concurrency", type=int, default=1, help="identical requests sent together (batch shape)")
+    p.add_argument("--concurrency", default="1",
+                   help="identical requests sent together (batch shape); a comma list measures each level in turn")
     p.add_argument("--prompt", choices=["random", "periodic"], default="random",
                    help="periodic = a 20-token pattern repeated (gives n-gram speculation something to match)")
     p.add_argument("--profile-tokens", type=int, default=0, help="profile one request of this many tokens")
@@ -90,7 +95,7 @@ def emit(path: str, record: dict) -> None:
 
 def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total_gib: float) -> dict:
     draft = os.path.join(args.configs, args.draft_dir)
-    model = os.path.join(args.configs, "target31b") if args.model == "target" else draft
+    model = os.path.join(args.configs, args.target_dir) if args.model == "target" else draft
     # an 80 GB card holds the bf16 31B + E2B pair (~65 GiB of weights) only with a small activation budget
     kw = dict(model=model, dtype="bfloat16", load_format="dummy", max_model_len=4096 if gpu_total_gib > 100 else 2048, max_num_seqs=args.max_num_seqs,
               max_num_batched_tokens=2048 if gpu_total_gib > 100 else 1024, skip_tokenizer_init=True,
@@ -162,10 +167,54 @@ def profile_request(args: argparse.Namespace, timed_generate, torch) -> dict:
     return summary
 
 
+def measure(llm, args: argparse.Namespace, rec: dict, generate, concurrency: int) -> None:
+    """Time ``--reps`` requests of ``--new-tokens`` tokens at one batch shape and fill ``rec``.
+
+    ``step_ms`` is the engine's step (all ``concurrency`` sequences); tok/s are per sequence, and
+    ``aggregate_decode_tok_s`` is the whole batch's."""
+    generate(16)
+    if args.warmup_full:
+        rec["warmup_s"] = round(generate(args.new_tokens), 4)
+    t1s = [generate(1) for _ in range(3)]
+    t1 = statistics.median(t1s)
+    before = spec_counters(llm)
+    tns, rep_steps = [], []
+    for _ in range(args.reps):  # counters per request: the spread of steps and of step time, rep by rep
+        c0 = spec_counters(llm)
+        tns.append(generate(args.new_tokens))
+        rep_steps.append(_drafts(counter_delta(c0, spec_counters(llm))) / concurrency)
+    tn = statistics.median(tns)
+    if any(rep_steps):
+        rec["steps_per_rep"] = rep_steps
+        rec["step_ms_per_rep"] = [round(1000 * (x - t1) / n, 3) for x, n in zip(tns, rep_steps)]
+    rec.update(t1_s=[round(x, 5) for x in t1s], tn_s=[round(x, 4) for x in tns], ttft_s=round(t1, 5),
+               decode_tok_s=round((args.new_tokens - 1) / (tn - t1), 3),
+               decode_tok_s_per_rep=[round((args.new_tokens - 1) / (x - t1), 3) for x in tns],
+               aggregate_decode_tok_s=round(concurrency * (args.new_tokens - 1) / (tn - t1), 3),
+               step_ms=round(1000 * (tn - t1) / (args.new_tokens - 1), 3))
+    delta = counter_delta(before, spec_counters(llm))
+    drafts = _drafts(delta)
+    if drafts:
+        accepted = next((v for n, v in delta.items()
+                         if n.endswith("num_accepted_tokens") or n.endswith("num_accepted_tokens_total")), 0)
+        per_pos = next((v for n, v in delta.items() if "accepted_tokens_per_pos" in n), None)
+        steps = drafts / args.reps / concurrency  # drafts count one per sequence per step
+        rec.update(spec_counters_delta=delta, steps_per_request=round(steps, 3),
+                   mean_acceptance_length=round(1 + accepted / drafts, 4),
+                   step_ms=round(1000 * (tn - t1) / steps, 3))
+        if per_pos:
+            rec["per_position_acceptance"] = [round(x / drafts, 5) for x in per_pos]
+
+
+def _drafts(delta: dict) -> float:
+    return next((v for n, v in delta.items() if n.endswith("num_drafts") or n.endswith("num_drafts_total")), 0)
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
-    base = {"tag": args.tag, "k": args.k, "model": args.model, "draft_dir": args.draft_dir,
+    base = {"tag": args.tag, "k": args.k, "model": args.model, "target_dir": args.target_dir,
+            "draft_dir": args.draft_dir, "mtp_dir": args.mtp_dir if args.method == "mtp" else None,
             "hybrid_kv": args.hybrid_kv, "eager": args.eager, "quant": args.quant, "draft_quant": args.draft_quant, "new_tokens": args.new_tokens, "reps": args.reps,
             "prompt_tokens": PROMPT_TOKENS, "method": args.method if args.k else None,
             "async_requested": args.async_scheduling, "cudagraph_requested": args.cudagraph_mode,
@@ -194,6 +243,8 @@ def main(argv: list[str]) -> int:
         base["hybrid_kv_disabled"] = vc.scheduler_config.disable_hybrid_kv_cache_manager
         base["v2_model_runner"] = getattr(vc, "use_v2_model_runner", None)
         base["async_scheduling"] = getattr(vc.scheduler_config, "async_scheduling", None)
+        blocks = getattr(vc.cache_config, "num_gpu_blocks", None)  # a batch that does not fit queues: record room
+        base["kv_cache_tokens"] = blocks * vc.cache_config.block_size if blocks else None
 
         rng = random.Random(PROMPT_SEED)
         vocab = llm.llm_engine.model_config.get_vocab_size()
@@ -205,69 +256,34 @@ def main(argv: list[str]) -> int:
             body = [draw() for _ in range(PROMPT_TOKENS - 1)]
         prompt = TokensPrompt(prompt_token_ids=[2] + body)
 
-        def timed_generate(n: int) -> float:
+        def timed_generate(n: int, concurrency: int = 1) -> float:
             params = SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True, detokenize=False)
             if on_gpu:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            out = llm.generate([prompt] * args.concurrency, params, use_tqdm=False)
+            out = llm.generate([prompt] * concurrency, params, use_tqdm=False)
             elapsed = time.perf_counter() - t
             got = [len(o.outputs[0].token_ids) for o in out]
-            if got != [n] * args.concurrency:
+            if got != [n] * concurrency:
                 raise RuntimeError(f"asked for {n} tokens per request, got {got}")
             return elapsed
 
-        timed_generate(32)  # warm-up: first-request allocations and lazy kernels stay out of the numbers
+        levels = [int(c) for c in str(args.concurrency).split(",")]
+        timed_generate(32, max(levels))  # warm-up: first-request allocations and lazy kernels stay out of the numbers
         for alpha in alphas:
-            rec = dict(base)
+            acc = {}
             if alpha is not None:
                 rates = geometric_rates(alpha, args.k)
-                rec.update(alpha=alpha, rates_unconditional=rates,
+                acc = dict(alpha=alpha, rates_unconditional=rates,
                            rates_conditional_in_sampler=[round(r, 6) for r in set_acceptance(llm, rates)],
                            expected_tokens_per_step=round(1 + sum(rates), 4))
-            timed_generate(16)
-            if args.warmup_full:
-                rec["warmup_s"] = round(timed_generate(args.new_tokens), 4)
-            t1s = [timed_generate(1) for _ in range(3)]
-            t1 = statistics.median(t1s)
-            before = spec_counters(llm)
-            tns, rep_steps = [], []
-            for _ in range(args.reps):  # counters per request: the spread of steps and of step time, rep by rep
-                c0 = spec_counters(llm)
-                tns.append(timed_generate(args.new_tokens))
-                d = counter_delta(c0, spec_counters(llm))
-                rep_steps.append(next((v for n, v in d.items() if n.endswith("num_drafts")
-                                       or n.endswith("num_drafts_total")), 0))
-            after = spec_counters(llm)
-            tn = statistics.median(tns)
-            if any(rep_steps):
-                rec["steps_per_rep"] = rep_steps
-                rec["step_ms_per_rep"] = [round(1000 * (x - t1) / n, 3) for x, n in zip(tns, rep_steps)]
-            rec.update(t1_s=[round(x, 5) for x in t1s], tn_s=[round(x, 4) for x in tns],
-                       ttft_s=round(t1, 5),
-                       decode_tok_s=round((args.new_tokens - 1) / (tn - t1), 3),
-                       decode_tok_s_per_rep=[round((args.new_tokens - 1) / (x - t1), 3) for x in tns])
-            delta = counter_delta(before, after)
-            if delta:
-                rec["spec_counters_delta"] = delta
-                drafts = next((v for n, v in delta.items() if n.endswith("num_drafts") or n.endswith("num_drafts_total")), 0)
-                accepted = next((v for n, v in delta.items()
-                                 if n.endswith("num_accepted_tokens") or n.endswith("num_accepted_tokens_total")), 0)
-                per_pos = next((v for n, v in delta.items() if "accepted_tokens_per_pos" in n), None)
-                if drafts:
-                    rec["steps_per_request"] = round(drafts / args.reps, 3)
-                    rec["mean_acceptance_length"] = round(1 + accepted / drafts, 4)
-                    rec["step_ms"] = round(1000 * (tn - t1) / (drafts / args.reps), 3)
-                    if per_pos:
-                        rec["per_position_acceptance"] = [round(x / drafts, 5) for x in per_pos]
-            else:
-                rec["step_ms"] = round(1000 * (tn - t1) / (args.new_tokens - 1), 3)
-            if args.concurrency > 1:  # tok/s above are per sequence; the batch makes concurrency times as many
-                rec["aggregate_decode_tok_s"] = round(rec["decode_tok_s"] * args.concurrency, 3)
-            if args.profile_tokens and alpha == alphas[0]:
-                rec["profile"] = profile_request(args, timed_generate, torch)
-            rec["elapsed_s"] = round(time.time() - t_start, 1)
-            emit(args.out, rec)
+            for level in levels:
+                rec = dict(base, **acc, concurrency=level)
+                measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
+                if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
+                    rec["profile"] = profile_request(args, timed_generate, torch)
+                rec["elapsed_s"] = round(time.time() - t_start, 1)
+                emit(args.out, rec)
         if args.expect_error:
             emit(args.out, dict(base, expected_error=args.expect_error, error=None, error_seen=False,
                                 elapsed_s=round(time.time() - t_start, 1)))

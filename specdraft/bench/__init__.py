@@ -1,7 +1,9 @@
 """Benchmark a vLLM server and choose ``num_speculative_tokens`` from what it measured.
 
-- ``run_bench(base_url, model, ...) -> BenchResult``: streamed timings (decode tok/s, TTFT, end-to-end
-  latency) per concurrency level, and vLLM's acceptance counters read from ``/metrics`` before and after.
+- ``run_bench(base_url, model, ...) -> BenchResult``: streamed timings (per-sequence decode tok/s, aggregate
+  tok/s, TTFT, end-to-end latency) per concurrency level, each level warmed up to its batch size and measured
+  for a request count or a duration, and vLLM's acceptance counters read from ``/metrics`` around each level;
+  ``where_speculation_pays(speedups)``: per level, whether speculation beat a ``--compare`` baseline.
 - ``recommend(per_position_acceptance, cost_ratio, max_k=8, overhead=0.0, host=None) -> Recommendation``: the K
   with the largest predicted speedup ``S(K) = E(K) / max(1 + K*c + o, host line)``, or 0 when nothing beats the
   target alone; ``HostCost`` / ``host_cost_named`` give the host line (launching the drafter from the CPU).
@@ -42,10 +44,12 @@ from specdraft.bench._results import (
     LevelResult,
     Speedup,
     Summary,
+    WherePays,
     check_result_path,
     compare,
     load_result,
     round_ratio,
+    where_speculation_pays,
 )
 from specdraft.bench._tuner import (
     Extrapolation,
@@ -78,5 +82,5 @@ __all__ = [
     "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio",
     "Recommendation", "RequestTiming", "resolve_tune_inputs", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
     "speculative_step_ms", "Speedup", "step_cost", "step_ms", "Sourced", "StepCostFit", "Summary", "tune", "TuneInputs", "TuneReport",
-    "TuneRequest", "validate_acceptance",
+    "TuneRequest", "validate_acceptance", "WherePays", "where_speculation_pays",
 ]

@@ -8,7 +8,6 @@ import json
 import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -60,7 +59,12 @@ class Progress:
 
     concurrency: int
     done: int
-    total: int
+    total: int | None
+    """Requests the level measures; None for a level that runs for ``duration_s``."""
+    elapsed_s: float = 0.0
+    duration_s: float | None = None
+    warmup: bool = False
+    """True while the level's unmeasured warm-up requests run."""
 
 
 def _root(base_url: str) -> str:
@@ -214,6 +218,49 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
     return clock.timing(time.perf_counter() - start, url)
 
 
+def _closed_loop(send: Callable[[int], RequestTiming], concurrency: int, *, requests: int | None = None,
+                 duration_s: float | None = None, on_done: Callable[[int, float], None] | None = None,
+                 ) -> list[RequestTiming]:
+    """Keep ``concurrency`` requests in flight: each slot sends the next one as soon as its last one ends, until
+    ``requests`` were sent or ``duration_s`` has passed (requests in flight then finish and count). A failed
+    request stops every slot from sending more, and its error is raised."""
+    lock = threading.Lock()
+    sent, finished, failed = 0, [], []
+    start = time.perf_counter()
+
+    def next_index() -> int | None:
+        nonlocal sent
+        with lock:
+            over = (failed or (requests is not None and sent >= requests)
+                    or (duration_s is not None and time.perf_counter() - start >= duration_s))
+            if over:
+                return None
+            sent += 1
+            return sent - 1
+
+    def slot() -> None:
+        while (index := next_index()) is not None:
+            try:
+                timing = send(index)
+            except BaseException as err:
+                with lock:
+                    failed.append(err)
+                return
+            with lock:  # reported under the lock, so that the counts arrive in order
+                finished.append((index, timing))
+                if on_done:
+                    on_done(len(finished), time.perf_counter() - start)
+
+    threads = [threading.Thread(target=slot, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return [timing for _, timing in sorted(finished, key=lambda pair: pair[0])]
+
+
 def run_level(
     client: httpx.Client,
     base_url: str,
@@ -221,37 +268,46 @@ def run_level(
     prompts: Sequence[Prompt],
     *,
     concurrency: int,
-    requests: int,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    warmup: int = 0,
     max_tokens: int,
     temperature: float,
     progress: Callable[[Progress], None] | None = None,
 ) -> LevelResult:
-    """``requests`` requests (prompts cycled) with ``concurrency`` in flight, between two /metrics scrapes."""
+    """One concurrency level in a steady state: ``warmup`` unmeasured requests with ``concurrency`` in flight,
+    then ``requests`` requests (or as many as ``duration_s`` holds) between two /metrics scrapes, prompts cycled.
+
+    The warm-up fills every slot before the clock and the counters start, so the measured requests run at the
+    level's batch size from their first step (and the server's caches and graphs for it are built)."""
+    def send(index: int) -> RequestTiming:
+        return stream_request(client, base_url, model, prompts[index % len(prompts)], max_tokens, temperature)
+
+    def report(total: int | None, duration: float | None, warming: bool):
+        if progress is None:
+            return None
+        return lambda done, elapsed: progress(Progress(concurrency, done, total, elapsed, duration, warming))
+
+    if warmup:
+        _closed_loop(send, concurrency, requests=warmup, on_done=report(warmup, None, True))
     before = scrape_spec_decode(client, base_url, model)
-    done = 0
-    lock = threading.Lock()
-
-    def one(index: int) -> RequestTiming:
-        nonlocal done
-        timing = stream_request(client, base_url, model, prompts[index % len(prompts)], max_tokens, temperature)
-        with lock:
-            done += 1
-            if progress:
-                progress(Progress(concurrency, done, requests))
-        return timing
-
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        timings = list(pool.map(one, range(requests)))
+    timings = _closed_loop(send, concurrency, requests=requests, duration_s=duration_s,
+                           on_done=report(requests, duration_s, False))
     wall = time.perf_counter() - start
     after = scrape_spec_decode(client, base_url, model)
     spec = after - before if after is not None and before is not None else None
+    return _level_result(concurrency, timings, wall, spec, warmup=warmup, duration_s=duration_s)
+
+
+def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: float, spec: SpecDecodeCounters | None,
+                  *, warmup: int, duration_s: float | None) -> LevelResult:
     total = sum(t.output_tokens for t in timings)
     decode_tokens = sum(t.decode_tokens for t in timings)
     decode_s = sum(t.decode_s for t in timings)
     return LevelResult(
         concurrency=concurrency,
-        requests=requests,
+        requests=len(timings),
         output_tokens=total,
         wall_s=wall,
         output_tok_s=total / wall if wall > 0 else float("nan"),
@@ -260,10 +316,14 @@ def run_level(
         ttft_s=Summary.of([t.ttft_s for t in timings]),
         e2e_s=Summary.of([t.e2e_s for t in timings]),
         spec_decode=spec,
+        warmup_requests=warmup,
+        duration_s=duration_s,
+        mean_in_flight=sum(t.e2e_s for t in timings) / wall if wall > 0 else None,
     )
 
 
-def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int | None, temperature: float) -> None:
+def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int | None, temperature: float,
+                    duration_s: float | None = None, warmup: int | None = None) -> None:
     """Refuse a workload before the server is asked anything."""
     if max_tokens < 2:
         raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
@@ -275,6 +335,14 @@ def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int |
     if not (temperature >= 0 and math.isfinite(temperature)):
         raise UserError(f"--temperature must be a finite number >= 0, got {temperature}",
                         hint="--temperature 0 samples greedily")
+    if requests is not None and duration_s is not None:
+        raise UserError("give --requests or --duration per level, not both",
+                        hint="--duration 60 measures each level for a minute; --requests N sends N")
+    if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
+        raise UserError(f"--duration must be a finite number of seconds > 0, got {duration_s}")
+    if warmup is not None and warmup < 0:
+        raise UserError(f"--warmup must be 0 or more requests per level, got {warmup}",
+                        hint="--warmup 0 measures from the first request")
 
 
 def run_bench(
@@ -286,28 +354,31 @@ def run_bench(
     concurrency: Sequence[int] = (1,),
     max_tokens: int = 128,
     requests: int | None = None,
+    duration_s: float | None = None,
+    warmup: int | None = None,
     temperature: float = 0.0,
-    warmup: bool = True,
     timeout_s: float = 600.0,
     progress: Callable[[Progress], None] | None = None,
 ) -> BenchResult:
     """Bench one server: every concurrency level in turn, with acceptance read from its /metrics.
 
-    ``requests`` per level defaults to the number of prompts, and never fewer than the concurrency.
+    Each level first sends ``warmup`` unmeasured requests (default: one per slot, so every level starts with
+    its batch full and the server's first-request costs are paid), then measures ``requests`` requests (default:
+    the number of prompts, never fewer than the concurrency) or, with ``duration_s``, as many as fit in that
+    many seconds with ``concurrency`` always in flight.
     Raises ``UserError`` for an unreachable server, a model it does not serve, or a rejected request.
     """
-    _check_workload(concurrency, max_tokens, requests, temperature)
+    _check_workload(concurrency, max_tokens, requests, temperature, duration_s, warmup)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
                       limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:
         check_model(client, base_url, model)
         speculative = scrape_spec_decode(client, base_url, model) is not None
-        if warmup:  # the first request pays for lazy initialisation (graphs, caches): keep it out of the figures
-            stream_request(client, base_url, model, prompts[0], min(max_tokens, 8), temperature)
         levels = []
         for level in concurrency:
-            count = max(requests if requests is not None else len(prompts), level)
+            count = None if duration_s is not None else max(requests if requests is not None else len(prompts), level)
             levels.append(run_level(client, base_url, model, prompts, concurrency=level, requests=count,
+                                    duration_s=duration_s, warmup=level if warmup is None else warmup,
                                     max_tokens=max_tokens, temperature=temperature, progress=progress))
     notes = []
     if not speculative:

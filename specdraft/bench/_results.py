@@ -60,6 +60,13 @@ class LevelResult:
     e2e_s: Summary | None
     spec_decode: SpecDecodeCounters | None
     """The difference of vLLM's speculative-decoding counters over this level; None without speculation."""
+    warmup_requests: int = 0
+    """Unmeasured requests sent at this concurrency before the counters and the clock started."""
+    duration_s: float | None = None
+    """The level's measuring time when it ran for a duration rather than a request count."""
+    mean_in_flight: float | None = None
+    """Request time over wall time (Little's law): the mean number of sequences in flight. Near ``concurrency``
+    the level held its batch size; well below, requests queued or the level was too short for a steady state."""
 
     def to_json(self) -> dict:
         def summary(s: Summary | None) -> dict | None:
@@ -76,6 +83,9 @@ class LevelResult:
             "ttft_s": summary(self.ttft_s),
             "e2e_s": summary(self.e2e_s),
             "spec_decode": None if self.spec_decode is None else self.spec_decode.to_json(),
+            "warmup_requests": self.warmup_requests,
+            "duration_s": self.duration_s,
+            "mean_in_flight": None if self.mean_in_flight is None else round(self.mean_in_flight, 4),
         }
 
     @classmethod
@@ -92,6 +102,9 @@ class LevelResult:
             ttft_s=Summary.from_json(data.get("ttft_s")),
             e2e_s=Summary.from_json(data.get("e2e_s")),
             spec_decode=None if spec is None else SpecDecodeCounters.from_json(spec),
+            warmup_requests=int(data.get("warmup_requests", 0)),
+            duration_s=None if data.get("duration_s") is None else float(data["duration_s"]),
+            mean_in_flight=None if data.get("mean_in_flight") is None else float(data["mean_in_flight"]),
         )
 
 
@@ -110,6 +123,58 @@ class Speedup:
     def to_json(self) -> dict:
         return {"concurrency": self.concurrency, "decode_tok_s": round_ratio(self.decode_tok_s),
                 "output_tok_s": round_ratio(self.output_tok_s), "e2e": round_ratio(self.e2e)}
+
+
+@dataclass(frozen=True)
+class WherePays:
+    """Per concurrency level, whether the candidate (speculation) beat the baseline on one throughput figure."""
+
+    measure: str
+    """``aggregate`` (output tok/s of the whole level) or ``per_sequence`` (decode tok/s of one sequence)."""
+    pays_at: tuple[int, ...]
+    """Levels where the ratio is at least 1."""
+    loses_at: tuple[int, ...]
+    """Levels where the ratio is below 1: speculation made this figure slower."""
+    ratios: tuple[tuple[int, float], ...]
+
+    @property
+    def stops_paying_at(self) -> int | None:
+        """The lowest level where speculation loses, None where it pays at every measured level."""
+        return self.loses_at[0] if self.loses_at else None
+
+    @classmethod
+    def of(cls, measure: str, ratios: Sequence[tuple[int, float | None]]) -> "WherePays":
+        known = tuple((level, ratio) for level, ratio in sorted(ratios)
+                      if ratio is not None and math.isfinite(ratio))
+        return cls(measure, tuple(level for level, r in known if r >= 1.0),
+                   tuple(level for level, r in known if r < 1.0), known)
+
+    def sentence(self) -> str:
+        """One line for people: where speculation pays and where it stops."""
+        shown = {level: f"{ratio:.2f}x" for level, ratio in self.ratios}
+        name = self.measure.replace("_", "-")
+        if not self.ratios:
+            return f"{name}: no level to compare"
+        if not self.loses_at:
+            return f"{name}: speculation pays at every measured level ({_levels(shown, self.pays_at)})"
+        if not self.pays_at:
+            return f"{name}: speculation loses at every measured level ({_levels(shown, self.loses_at)})"
+        return (f"{name}: speculation pays at {_levels(shown, self.pays_at)} and stops paying at concurrency "
+                f"{self.stops_paying_at} (loses at {_levels(shown, self.loses_at)})")
+
+    def to_json(self) -> dict:
+        return {"pays_at": list(self.pays_at), "loses_at": list(self.loses_at),
+                "stops_paying_at": self.stops_paying_at}
+
+
+def _levels(shown: dict[int, str], levels: Sequence[int]) -> str:
+    return ", ".join(f"{level} ({shown[level]})" for level in levels)
+
+
+def where_speculation_pays(speedups: Sequence["Speedup"]) -> tuple[WherePays, WherePays]:
+    """Aggregate and per-sequence: at which concurrency levels the candidate beat the baseline."""
+    return (WherePays.of("aggregate", [(s.concurrency, s.output_tok_s) for s in speedups]),
+            WherePays.of("per_sequence", [(s.concurrency, s.decode_tok_s) for s in speedups]))
 
 
 def round_ratio(value: float | None) -> float | None:
@@ -169,6 +234,8 @@ class BenchResult:
             "specdraft_version": self.specdraft_version,
             "baseline": None if self.baseline is None else self.baseline.to_json(),
             "speedups": [s.to_json() for s in self.speedups],
+            "speculation_pays": ({w.measure: w.to_json() for w in where_speculation_pays(self.speedups)}
+                                 if self.speedups else None),
         }
 
     @classmethod

@@ -352,10 +352,17 @@ def recommend_schedule(
                   extrapolation=extrapolation).recommended_k
         for p in ordered
     ]
+    return schedule_ranges(list(zip(sizes, ks)))
+
+
+def schedule_ranges(ks: Sequence[tuple[int, int]], last: int | None = None) -> list[tuple[int, int, int]]:
+    """``[(start, end, K), ...]`` from ``(batch size, K)`` pairs in increasing batch size: each K holds from its
+    batch size up to the next one, the first from 1, the last up to ``last`` (default: its own batch size);
+    adjacent ranges with the same K are merged."""
     schedule: list[tuple[int, int, int]] = []
-    for i, (size, k) in enumerate(zip(sizes, ks)):
+    for i, (size, k) in enumerate(ks):
         start = 1 if i == 0 else size
-        end = sizes[i + 1] - 1 if i + 1 < len(sizes) else size
+        end = ks[i + 1][0] - 1 if i + 1 < len(ks) else (last or size)
         if schedule and schedule[-1][2] == k:
             schedule[-1] = (schedule[-1][0], end, k)
         else:

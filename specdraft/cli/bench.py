@@ -23,6 +23,7 @@ from specdraft.bench import (
     load_result,
     run_bench,
     served_models,
+    where_speculation_pays,
 )
 from specdraft.errors import ExitCode, UserError
 
@@ -49,8 +50,15 @@ def register(subparsers, name: str, help_text: str) -> None:
                         help="requests in flight, one level after another (default 1)")
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N",
                         help="tokens generated per request; EOS is ignored so every request makes N (default 128)")
-    parser.add_argument("--requests", type=int, metavar="N",
+    amount = parser.add_mutually_exclusive_group()
+    amount.add_argument("--requests", type=int, metavar="N",
                         help="requests per level (default: the number of prompts, at least the concurrency)")
+    amount.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="measure each level for this long, every slot sending its next request as soon as "
+                             "its last one ends (requests in flight at the end finish and count)")
+    parser.add_argument("--warmup", type=int, metavar="N",
+                        help="unmeasured requests per level before its clock and counters start, sent at the "
+                             "level's concurrency (default: one per slot; 0: none)")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare", metavar="OTHER_URL",
@@ -65,20 +73,33 @@ def register(subparsers, name: str, help_text: str) -> None:
 
 
 class _ProgressBar:
-    """A one-line bar on stderr, redrawn after each finished request."""
+    """A one-line bar on stderr per level and phase, redrawn after each finished request."""
 
     def __init__(self, label: str):
         self.label = label
         self.width = 30
+        self.phase: tuple[int, bool] | None = None
 
     def __call__(self, event: Progress) -> None:
         stream = sys.stderr  # looked up now: whoever runs the command may have replaced it since import
-        filled = self.width * event.done // max(event.total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        stream.write(f"\r{self.label} concurrency {event.concurrency:>3} [{bar}] {event.done}/{event.total}")
-        if event.done == event.total:
+        if self.phase is not None and self.phase != (event.concurrency, event.warmup):
             stream.write("\n")
+        self.phase = (event.concurrency, event.warmup)
+        if event.total is None:  # a level measured for a duration: the bar is its time
+            share, count = event.elapsed_s / (event.duration_s or 1.0), f"{event.done} done, {event.elapsed_s:.0f} s"
+        else:
+            share, count = event.done / max(event.total, 1), f"{event.done}/{event.total}"
+        filled = min(self.width, int(self.width * share))
+        bar = "#" * filled + "." * (self.width - filled)
+        phase = "warm-up" if event.warmup else "measure"
+        stream.write(f"\r{self.label} concurrency {event.concurrency:>3} {phase} [{bar}] {count}")
         stream.flush()
+
+    def close(self) -> None:
+        if self.phase is not None:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self.phase = None
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -89,13 +110,15 @@ def render(result: BenchResult) -> str:
     """The result as a table for people."""
     lines = [f"{result.model} at {result.base_url}: {result.num_prompts} prompts ({result.prompts_source}), "
              f"{result.max_tokens} tokens each, temperature {result.temperature}",
-             "  conc  reqs  decode tok/s  out tok/s  TTFT ms p50  e2e s p50  accept len  draft acc  per-position"]
+             "  conc  reqs  in flight  per-seq tok/s  aggregate tok/s  TTFT ms p50  e2e s p50  accept len  "
+             "draft acc  per-position"]
     for lv in result.levels:
         spec = lv.spec_decode
         per_pos = spec.per_position_acceptance if spec else None
         lines.append(
-            f"  {lv.concurrency:>4}  {lv.requests:>4}  {_fmt(lv.decode_tok_s, '12.1f')}"
-            f"  {lv.output_tok_s:9.1f}  {_fmt(lv.ttft_s and lv.ttft_s.p50 * 1000, '11.1f')}"
+            f"  {lv.concurrency:>4}  {lv.requests:>4}  {_fmt(lv.mean_in_flight, '9.1f')}"
+            f"  {_fmt(lv.decode_tok_s, '13.1f')}  {lv.output_tok_s:15.1f}"
+            f"  {_fmt(lv.ttft_s and lv.ttft_s.p50 * 1000, '11.1f')}"
             f"  {_fmt(lv.e2e_s and lv.e2e_s.p50, '9.2f')}  {_fmt(spec and spec.mean_acceptance_length, '10.2f')}"
             f"  {_fmt(spec and spec.draft_acceptance_rate, '9.3f')}  "
             + (", ".join(f"{a:.3f}" for a in per_pos) if per_pos else "-")
@@ -104,10 +127,11 @@ def render(result: BenchResult) -> str:
     if result.speedups:
         baseline = result.baseline
         lines.append(f"speedup over {baseline.model} at {baseline.base_url}:" if baseline else "speedup:")
-        lines.append("  conc  decode tok/s  out tok/s  e2e latency")
+        lines.append("  conc  per-seq tok/s  aggregate tok/s  e2e latency")
         for s in result.speedups:
-            lines.append(f"  {s.concurrency:>4}  {_fmt(s.decode_tok_s, '11.2f')}x  {s.output_tok_s:8.2f}x"
+            lines.append(f"  {s.concurrency:>4}  {_fmt(s.decode_tok_s, '12.2f')}x  {s.output_tok_s:14.2f}x"
                          f"  {_fmt(s.e2e, '10.2f')}x")
+        lines += [where.sentence() for where in where_speculation_pays(result.speedups)]
     return "\n".join(lines)
 
 
@@ -121,6 +145,14 @@ def _compare_model(args) -> str:
     if args.model in models or len(models) != 1:
         return args.model
     return models[0]
+
+
+def _bench_with_bar(label: str, base_url: str, model: str, common: dict) -> BenchResult:
+    bar = _ProgressBar(label)
+    try:
+        return run_bench(base_url, model, progress=bar, **common)
+    finally:
+        bar.close()
 
 
 def run(args) -> ExitCode:
@@ -144,11 +176,11 @@ def _measured(args) -> BenchResult:
     prompts = load_prompts(args.prompts) if args.prompts else BUILTIN_PROMPTS
     source = str(args.prompts) if args.prompts else "built-in"
     common = dict(prompts=prompts, prompts_source=source, concurrency=args.concurrency,
-                  max_tokens=args.max_tokens, requests=args.requests, temperature=args.temperature)
-    result = run_bench(args.base_url, args.model, progress=_ProgressBar("bench"), **common)
+                  max_tokens=args.max_tokens, requests=args.requests, duration_s=args.duration,
+                  warmup=args.warmup, temperature=args.temperature)
+    result = _bench_with_bar("bench", args.base_url, args.model, common)
     if args.compare:
-        baseline = run_bench(args.compare, _compare_model(args), progress=_ProgressBar("compare"), **common)
-        result = result.with_baseline(baseline)
+        result = result.with_baseline(_bench_with_bar("compare", args.compare, _compare_model(args), common))
     return result
 
 

@@ -1,6 +1,6 @@
 """``specdraft template``: prove a Gemma 4 chat template cannot leak thoughts, or probe a live server.
 
-    specdraft template check FILE [--variant e|large] [--json]
+    specdraft template check FILE [--variant e|large] [--reference REF] [--json]
     specdraft template probe --base-url URL --model NAME [--json]
     specdraft template path [--variant e|large]
 """
@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
         "check",
         help="render the scenario matrix (both content formats) and report every leak or format defect",
         description="Render FILE the way vLLM does on every scenario, in the 'string' and 'openai' content "
-        "formats, and report each rule it breaks. Exit 0: no findings; 1: findings; 2: unreadable or broken template.",
+        "formats, and report each rule it breaks (and, with --reference, each drift from the reference's prompts). "
+        "Exit 0: no findings; 1: findings; 2: unreadable or broken template.",
     )
     check.add_argument("file", metavar="FILE", help="the Jinja chat template to check")
     check.add_argument(
@@ -31,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
         choices=["e", "large"],
         help="the model size it serves: e (E2B/E4B) or large (26B-A4B/31B); default: detected from the "
         "template's thinking-off generation prompt",
+    )
+    check.add_argument(
+        "--reference",
+        metavar="REF",
+        help="also compare with a reference template (a file, or a checkpoint directory carrying Google's "
+        "template) and report format-drift wherever the prompts differ outside the leak fixes",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     check.set_defaults(run=run_check)
@@ -62,36 +69,81 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
 def run_check(args: argparse.Namespace) -> ExitCode:
     from specdraft.templates import TemplateSourceError, check_template
     from specdraft.templates.check import detect_variant
+    from specdraft.templates.reference import ReferenceSourceError, compare_to_reference
 
     file = Path(args.file)
-    try:
-        source = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read {file}: {err}", hint="pass the path of a Jinja chat template") from None
+    source = _read_template(file)
+    reference_path, reference = _read_reference(Path(args.reference)) if args.reference else (None, None)
     try:
         variant = args.variant or detect_variant(source)
-        findings = check_template(source, variant)
+        if reference is None:
+            findings, reference_findings = check_template(source, variant), []
+        else:
+            comparison = compare_to_reference(source, reference, variant)
+            findings, reference_findings = comparison.ours + comparison.drift, comparison.reference
+    except ReferenceSourceError as err:
+        raise _syntax_error(reference_path, err) from None
     except TemplateSourceError as err:
-        raise UserError(
-            f"{file}:{err.lineno or '?'}: template syntax error: {err.message}",
-            hint=f"fix line {err.lineno or '?'} of {file}, then rerun `specdraft template check {file}`",
-        ) from None
+        raise _syntax_error(file, err) from None
     detected = "" if args.variant else " (detected; pass --variant to choose)"
     if args.json:
         report = {"file": str(file), "variant": variant, "ok": not findings, "findings": [f.to_dict() for f in findings]}
+        if reference_path is not None:
+            report["reference"] = {"file": str(reference_path), "findings": [f.to_dict() for f in reference_findings]}
         print(json.dumps(report, indent=2))
-    else:
-        for finding in findings:
-            print(f"{finding.rule}  {finding.scenario} [{finding.content_format}]: {finding.message}")
-            if finding.excerpt:
-                print(f"    {finding.excerpt}")
-            print(f"    fix: {finding.fix}")
-        rules = sorted({f.rule for f in findings})
-        verdict = f"{len(findings)} finding(s): {', '.join(rules)}" if findings else "no findings"
-        print(f"{file}: variant {variant}{detected}: {verdict}")
-        if findings:
-            print(f"next: use specdraft's own template: {_shipped_hint(variant)}", file=sys.stderr)
+        return ExitCode.ATTENTION if findings else ExitCode.OK
+    for finding in findings:
+        _print_finding(finding)
+    rules = sorted({f.rule for f in findings})
+    verdict = f"{len(findings)} finding(s): {', '.join(rules)}" if findings else "no findings"
+    print(f"{file}: variant {variant}{detected}: {verdict}")
+    if reference_path is not None:
+        own = sorted({f.rule for f in reference_findings})
+        print(f"reference {reference_path}: {len(reference_findings)} finding(s) of its own"
+              + (f" ({', '.join(own)}): where our prompt differs for these, that is the fix" if own else ""))
+    if any(f.rule != "format-drift" for f in findings):
+        print(f"next: use specdraft's own template: {_shipped_hint(variant)}", file=sys.stderr)
+    elif findings:
+        print("next: make the template render what the reference renders in these scenarios (see the diffs)",
+              file=sys.stderr)
     return ExitCode.ATTENTION if findings else ExitCode.OK
+
+
+def _read_template(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read {file}: {err}", hint="pass the path of a Jinja chat template") from None
+
+
+def _read_reference(reference: Path) -> tuple[Path, str]:
+    from specdraft.templates.reference import find_checkpoint_template
+
+    if not reference.is_dir():
+        return reference, _read_template(reference)
+    found = find_checkpoint_template(reference)
+    if found is None:
+        raise UserError(f"--reference {reference}: the directory carries no chat template (chat_template.jinja, or "
+                        "chat_template in tokenizer_config.json / processor_config.json)",
+                        hint="pass the template file itself")
+    return found
+
+
+def _syntax_error(file: Path, err) -> UserError:
+    return UserError(
+        f"{file}:{err.lineno or '?'}: template syntax error: {err.message}",
+        hint=f"fix line {err.lineno or '?'} of {file}, then rerun `specdraft template check`",
+    )
+
+
+def _print_finding(finding) -> None:
+    where = f" [{finding.content_format}]" if finding.content_format else ""
+    print(f"{finding.rule}  {finding.scenario}{where}: {finding.message}")
+    if finding.excerpt:
+        print(f"    {finding.excerpt}")
+    for line in finding.diff.splitlines():
+        print(f"    {line}")
+    print(f"    fix: {finding.fix}")
 
 
 def _shipped_hint(variant: str) -> str:

@@ -23,6 +23,7 @@ from specdraft.planning._vllm_install import VllmFacts
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+from specdraft.planning._template_choice import CheckpointComparison
 
 HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 
@@ -46,6 +47,7 @@ class PairFacts(BaseModel):
     template_variant: str | None = None
     template_findings: tuple[Finding, ...] = ()
     template_note: str = ""
+    checkpoint_template: CheckpointComparison | None = None
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
     """The GPU's, from the profile; quantization kernels depend on it."""
@@ -344,6 +346,35 @@ def check_chat_template(facts: PairFacts) -> Finding:
     return _ok("chat-template", f"{facts.template_path} ({variant} variant)")
 
 
+def check_checkpoint_template(facts: PairFacts) -> list[Finding]:
+    """The template passed against the target checkpoint's own: drift is a warning, that template's leaks info."""
+    compared = facts.checkpoint_template
+    if compared is None:
+        return []
+    where = Path(compared.reference_file).name
+    if compared.error:
+        return [Finding(level="info", check="checkpoint-template",
+                        message=f"not compared with the checkpoint's own template ({where}): {compared.error}")]
+    findings = []
+    if compared.drift:
+        more = len(compared.drift) - 6
+        shown = ", ".join(compared.drift[:6]) + (f" (+{more} more)" if more > 0 else "")
+        findings.append(Finding(
+            level="warning", check="template-drift",
+            message=f"{facts.template_path} renders other prompts than the checkpoint's own template ({where}) "
+                    f"outside the leak fixes, so the model sees prompts it was not trained on: {shown}",
+            hint=f"python -m specdraft template check {shlex.quote(str(facts.template_path))} --reference "
+                 f"{shlex.quote(str(Path(compared.reference_file).parent))} shows the diffs"))
+    if compared.reference_rules:
+        rules = ", ".join(f"{rule} ({count})" for rule, count in sorted(compared.reference_rules.items()))
+        findings.append(Finding(
+            level="info", check="checkpoint-template",
+            message=f"the checkpoint's own template ({where}) breaks rules in the scenario matrix: {rules}; "
+                    f"that is why {facts.template_path.name if facts.template_path else 'another template'} "
+                    "is passed"))
+    return findings
+
+
 def check_vllm(vllm: VllmFacts, family: ModelFamily = DEFAULT_FAMILY) -> Finding:
     """Whether a vLLM is there to serve, and whether it is recent enough for the target's ``family``."""
     if vllm.version is None and vllm.python:
@@ -391,4 +422,5 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,
                                    facts.compute_capability)
     findings.append(check_chat_template(facts))
+    findings += check_checkpoint_template(facts)
     return findings

@@ -1,5 +1,5 @@
-"""What the plan decides from the facts, before any flag is written: the speculative config, whether the
-hybrid KV cache manager goes off, the memory flags, the chat template and async scheduling.
+"""What the plan decides from the facts, before any flag is written: the speculative config (with K per batch
+size), whether the hybrid KV cache manager goes off, the memory flags, the chat template and async scheduling.
 
 Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into serve flags.
 """
@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
+from specdraft.planning._k_schedule import KScheduleDecision, decide_k_schedule
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative
 from specdraft.planning._template_choice import TemplateChoice, choose_template
@@ -24,20 +25,26 @@ class Decisions(BaseModel):
     memory: MemoryChoice
     template: TemplateChoice
     async_scheduling: AsyncSchedulingDecision
+    k_schedule: KScheduleDecision
 
 
 def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
     speculative = choose_speculative(request, draft)
+    k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
+                                   method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
+                                   k_given=request.num_speculative_tokens is not None, extra_args=request.extra_args)
+    speculative = speculative.with_k_schedule(k_schedule)
     hybrid = hybrid_kv_reason(target, draft)
     memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None,
                            draft_tensor_parallel_size=speculative.config.draft_tensor_parallel_size or 1)
     return Decisions(
         speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
-        template=choose_template(request.chat_template, target.template_variant),
+        template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
         async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
                                                  choice=request.async_scheduling,
                                                  distribution=facts.vllm.distribution,
                                                  extra_args=request.extra_args),
+        k_schedule=k_schedule,
     )

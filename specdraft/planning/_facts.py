@@ -1,7 +1,7 @@
-"""The facts a plan is built from: both checkpoints and the vLLM that will serve.
+"""The facts a plan is built from: both checkpoints, the vLLM that will serve, and a load test if given.
 
 This is the planning step that reads files (checkpoint metadata, the vLLM install's source and
-hotfix status); the decisions and checks after it are pure functions of ``LaunchFacts``.
+hotfix status, the ``--from-bench`` result); the decisions and checks after it are pure functions of ``LaunchFacts``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
@@ -26,6 +27,8 @@ class LaunchFacts(BaseModel):
     target: Checkpoint
     draft: Checkpoint
     vllm: VllmFacts
+    load_test: LoadTest | None = None
+    """``--from-bench``: what a load test measured per concurrency level."""
 
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint) -> str | None:
@@ -44,4 +47,5 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
                             method=choose_method(request, draft)[0] or "draft_model",
                             moe_per_expert_weights=stores_experts_apart(target))
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
-    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm)
+    load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
+    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)

@@ -48,7 +48,8 @@ def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
     config = choice.config
     reason = (f"{config.num_speculative_tokens} draft tokens per step ({choice.k_reason}) from {facts.request.draft}"
               + (f", quantization {config.quantization}" if config.quantization else "")
-              + (f"; method set because {choice.method_reason}" if choice.method_reason else ""))
+              + (f"; method set because {choice.method_reason}" if choice.method_reason else "")
+              + (f"; {decided.k_schedule.reason}" if decided.k_schedule.k is not None else ""))
     return ServeFlag(name="--speculative-config", value=config.to_vllm(), reason=reason)
 
 

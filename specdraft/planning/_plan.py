@@ -16,6 +16,7 @@ from specdraft.planning._checkpoint import Checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, PairFacts, check_pair
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts
+from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._request import LaunchRequest
@@ -52,6 +53,8 @@ class LaunchPlan(BaseModel):
     """The chat template passed: path, its variant, the variant the target needs."""
     async_scheduling: AsyncSchedulingDecision
     """Whether the plan passes ``--async-scheduling`` (or ``--no-async-scheduling``), and why."""
+    k_schedule: KScheduleDecision
+    """K per batch size: the schedule or the one K, and why."""
 
     @property
     def argv(self) -> list[str]:
@@ -75,6 +78,7 @@ class LaunchPlan(BaseModel):
             "vllm": self.vllm.summary(),
             "template": self.template.summary(),
             "async_scheduling": self.async_scheduling.model_dump(),
+            "k_schedule": self.k_schedule.model_dump(mode="json"),
             "ok": not self.has_errors,
         }
 
@@ -91,6 +95,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         hotfix_mode=facts.request.hotfixes,
         vllm=facts.vllm, template_path=template.path, template_variant=template.variant,
         template_findings=template.findings, template_note=template.note,
+        checkpoint_template=template.checkpoint_template,
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
         compute_capability=PROFILES[facts.request.profile].compute_capability,
@@ -109,5 +114,5 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
         target=facts.target, draft=facts.draft, vllm=facts.vllm, template=decided.template,
-        async_scheduling=decided.async_scheduling,
+        async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
     )

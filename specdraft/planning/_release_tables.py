@@ -1,9 +1,9 @@
 """Shipped facts per vLLM release: the JSON tables in ``data/``, loaded into typed models.
 
 A table's ``rules`` are keyed by a PEP 440 range of releases, read from the published wheels (each
-table's ``about`` says from which files); ``_multimodal`` and ``_async_scheduling`` look their release
-up here. The documentary fields of a rule (where it was read, the message seen) stay in the JSON;
-the models hold what the plan decides by.
+table's ``about`` says from which files); ``_multimodal``, ``_async_scheduling`` and ``_k_schedule`` look
+their release up here. The documentary fields of a rule (where it was read, the message seen) stay in the
+JSON; the models hold what the plan decides by.
 """
 
 from __future__ import annotations
@@ -122,6 +122,27 @@ class MultimodalTable(ReleaseTable[MultimodalRule]):
     vllm_cpu: CpuBuildObservation | None = None
 
 
+class KPerBatchSizeRule(ReleaseRule):
+    read: list[str]
+    """The releases whose source was read for this rule."""
+    supported: bool
+    """Whether ``--speculative-config`` takes ``num_speculative_tokens_per_batch_size``."""
+    full_cudagraphs: str = ""
+    v2_model_runner: str = ""
+    data_parallel: str = ""
+    v1_methods: list[str] | None = None
+    """Methods that keep the schedule on the V1 model runner; None: every method."""
+
+    @property
+    def drops_with_data_parallel(self) -> bool:
+        return self.data_parallel.startswith("dropped")
+
+
+class KPerBatchSizeTable(ReleaseTable[KPerBatchSizeRule]):
+    k_zero: str
+    """What K = 0 in a schedule still costs."""
+
+
 def data_text(name: str) -> str:
     """The text of ``data/<name>``."""
     return resources.files("specdraft.planning").joinpath("data", name).read_text()
@@ -131,6 +152,12 @@ def data_text(name: str) -> str:
 def async_scheduling_table() -> AsyncSchedulingTable:
     """``data/async_scheduling.json``."""
     return AsyncSchedulingTable.model_validate_json(data_text("async_scheduling.json"))
+
+
+@lru_cache(maxsize=None)
+def k_per_batch_size_table() -> KPerBatchSizeTable:
+    """``data/k_per_batch_size.json``."""
+    return KPerBatchSizeTable.model_validate_json(data_text("k_per_batch_size.json"))
 
 
 @lru_cache(maxsize=None)

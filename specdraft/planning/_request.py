@@ -84,6 +84,10 @@ class LaunchRequest(BaseModel):
     """Launch even if the template check finds a thought-channel leak."""
     enable_thinking: bool = False
     """Server default enable_thinking=true for the chat template."""
+    from_bench: Annotated[Path | None, CliOption(metavar="RESULT.json")] = None
+    """A bench result of the speculative server at several --concurrency levels with a --compare baseline:
+    K per batch size from it (num_speculative_tokens_per_batch_size where the release takes one, else the one
+    K best over the measured batch sizes)."""
     async_scheduling: Annotated[AsyncSchedulingChoice, CliOption(switch="--no-async-scheduling", const="off")] = "auto"
     """auto passes --async-scheduling for draft_model where the release accepts it but would leave it off;
     off passes vLLM's --no-async-scheduling."""

@@ -101,12 +101,22 @@ def allow_leaky_template(findings: list[Finding], facts: LaunchFacts, decided: D
             if f.check == "chat-template" and f.level == "error" else f for f in findings]
 
 
+# What the person reading the plan should hear about K per batch size: one K where a schedule was measured
+# but cannot be passed, speculation that loses everywhere, several sequences planned on one K unmeasured.
+_K_SCHEDULE_FINDING = {"single-k": "info", "loses": "warning", "unmeasured": "info"}
+
+
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
-    """Async scheduling left to vLLM, the memory verdict, and weights the memory plan could not count."""
+    """Async scheduling left to vLLM, K per batch size, the memory verdict, and weights the memory plan could
+    not count."""
     findings = []
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
         findings.append(Finding(level="info", check="async-scheduling",
                                 message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))
+    schedule = decided.k_schedule
+    if schedule.outcome in _K_SCHEDULE_FINDING:
+        findings.append(Finding(level=_K_SCHEDULE_FINDING[schedule.outcome], check="k-per-batch-size",
+                                message=schedule.reason))
     memory = decided.memory
     findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
     unweighed = [c.ref for c in (facts.target, facts.draft) if c.is_known and c.weight_bytes is None]

@@ -46,6 +46,10 @@ class SpeculativeConfig(BaseModel):
     """Per-position forced acceptance rates, non-increasing, one per speculative token (synthetic only)."""
     synthetic_acceptance_length: float | None = None
     """Forced mean acceptance length in [1, num_speculative_tokens + 1] (synthetic only)."""
+    num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
+    """``[(first, last, K), ...]``: K for the batch sizes first..last (inclusive), vLLM 0.24.0 and later. The
+    ranges start at 1 and do not overlap; K = 0 drafts nothing at those sizes; ``num_speculative_tokens`` is
+    the largest K (vLLM caps every K at it)."""
 
     @model_validator(mode="after")
     def _check_consistency(self) -> "SpeculativeConfig":
@@ -56,7 +60,30 @@ class SpeculativeConfig(BaseModel):
         if self.method is None and self.model is None:
             raise ValueError("model: give a draft checkpoint, or a method that needs none (ngram, suffix)")
         self._check_synthetic()
+        self._check_schedule()
         return self
+
+    def _check_schedule(self) -> None:
+        """vLLM's own rules for the schedule (vllm/v1/spec_decode/dynamic/utils.py), plus: no K above
+        ``num_speculative_tokens``, which vLLM would lower silently."""
+        schedule = self.num_speculative_tokens_per_batch_size
+        if schedule is None:
+            return
+        name = "num_speculative_tokens_per_batch_size"
+        if not schedule:
+            raise ValueError(f"{name}: must not be empty")
+        previous_last = 0
+        for first, last, k in schedule:
+            if not 1 <= first <= last:
+                raise ValueError(f"{name}: ({first}, {last}, {k}) is not a range of batch sizes >= 1")
+            if first <= previous_last:
+                raise ValueError(f"{name}: ranges must be sorted and must not overlap, got {schedule!r}")
+            if not 0 <= k <= self.num_speculative_tokens:
+                raise ValueError(f"{name}: K = {k} must be in [0, num_speculative_tokens = "
+                                 f"{self.num_speculative_tokens}]")
+            previous_last = last
+        if schedule[0][0] != 1:
+            raise ValueError(f"{name}: the first range must start at batch size 1, got {schedule[0][0]}")
 
     def _check_synthetic(self) -> None:
         rates, length = self.synthetic_acceptance_rates, self.synthetic_acceptance_length

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
 from specdraft.planning._checkpoint import Checkpoint
+from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 
@@ -57,6 +58,15 @@ class SpeculativeChoice(BaseModel):
     def resolved_method(self) -> str:
         """The method vLLM runs: the configured one, else what it detects (``draft_model``)."""
         return self.config.method or "draft_model"
+
+    def with_k_schedule(self, decision: KScheduleDecision) -> "SpeculativeChoice":
+        """The choice with the K (and schedule) a load test decided; unchanged where it decided none."""
+        if decision.k is None:
+            return self
+        config = SpeculativeConfig(**{**self.config.as_dict(), "num_speculative_tokens": decision.k,
+                                      "num_speculative_tokens_per_batch_size": decision.schedule})
+        what = "the largest K of the schedule" if decision.schedule else "chosen"
+        return self.model_copy(update={"config": config, "k_reason": f"{what} from --from-bench"})
 
 
 def choose_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None, str]:

@@ -25,6 +25,20 @@ if TYPE_CHECKING:
     from specdraft.templates import TemplateFinding
 
 
+class CheckpointComparison(BaseModel):
+    """How the template passed compares with the one the target checkpoint carries (Google's, usually)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reference_file: str
+    drift: tuple[str, ...] = ()
+    """``scenario [content formats]`` where the prompts differ outside the leak fixes."""
+    reference_rules: dict[str, int] = {}
+    """The checkpoint template's own rule findings: rule id -> how many renders break it."""
+    error: str = ""
+    """Why the two could not be compared; empty when they were."""
+
+
 class TemplateChoice(BaseModel):
     """The chat template the plan passes, the variant it is and the one the target needs."""
 
@@ -37,6 +51,8 @@ class TemplateChoice(BaseModel):
     """The variant the target checkpoint needs."""
     findings: tuple[Finding, ...] = ()
     """The template checker's verdicts: an ``error`` is a thought-channel leak."""
+    checkpoint_template: CheckpointComparison | None = None
+    """The comparison with the target checkpoint's own template; None when it carries none (or is not local)."""
     note: str = ""
 
     def summary(self) -> dict:
@@ -56,13 +72,25 @@ def _checker_fingerprint(templates_package: Path) -> str:
     return digest.hexdigest()
 
 
+def _cache_file(*parts: str) -> Path:
+    import specdraft.templates as templates
+
+    fingerprint = _checker_fingerprint(Path(templates.__file__).parent)
+    return _cache_dir() / f"{hashlib.sha256(chr(0).join([*parts, fingerprint]).encode()).hexdigest()}.json"
+
+
+def _store(cached: Path, verdict: dict) -> None:
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(verdict, handle)
+    os.replace(handle.name, cached)
+
+
 def _check(source: str, variant: str, detect: bool) -> tuple[str | None, tuple[Finding, ...]]:
     """The template's variant and the launch plan's findings about it, from the cache or a fresh check."""
     import specdraft.templates as templates
 
-    key = hashlib.sha256("\0".join([source, variant, str(detect),
-                                    _checker_fingerprint(Path(templates.__file__).parent)]).encode()).hexdigest()
-    cached = _cache_dir() / f"{key}.json"
+    cached = _cache_file(source, variant, str(detect))
     try:
         verdict = json.loads(cached.read_text())
         return verdict["variant"], tuple(Finding.model_validate(f) for f in verdict["findings"])
@@ -76,22 +104,41 @@ def _check(source: str, variant: str, detect: bool) -> tuple[str | None, tuple[F
     except templates.TemplateSourceError as err:
         findings = (Finding(level="error", check="chat-template", message=f"does not compile: {err}"),)
         found_variant = None
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".tmp") as handle:
-        json.dump({"variant": found_variant, "findings": [f.model_dump() for f in findings]}, handle)
-    os.replace(handle.name, cached)
+    _store(cached, {"variant": found_variant, "findings": [f.model_dump() for f in findings]})
     return found_variant, findings
+
+
+def _compare_with_checkpoint(source: str, variant: str, checkpoint: Path) -> CheckpointComparison | None:
+    """The template against the one ``checkpoint`` carries, from the cache or a fresh comparison."""
+    import specdraft.templates as templates
+
+    found = templates.find_checkpoint_template(checkpoint)
+    if found is None:
+        return None
+    reference_file, reference = found
+    cached = _cache_file(source, reference, variant, "checkpoint")
+    try:
+        return CheckpointComparison.model_validate_json(cached.read_text())
+    except (OSError, ValueError):
+        pass
+    verdict = templates.compare_to_checkpoint(source, checkpoint, variant)
+    comparison = CheckpointComparison(reference_file=str(reference_file), drift=tuple(verdict.drift),
+                                      reference_rules=verdict.reference_rules, error=verdict.error)
+    _store(cached, comparison.model_dump())
+    return comparison
 
 
 def _as_plan_finding(finding: TemplateFinding) -> Finding:
     """A leak rule's finding under the plan's one ``chat-template`` check, naming the rule and scenario."""
-    where = f"in scenario {finding.scenario} ({finding.content_format})"
+    where = (f"in scenario {finding.scenario} ({finding.content_format})" if finding.content_format
+             else "in the template")
     return Finding(level=finding.level, check="chat-template", hint=finding.hint or None,
                    message=f"{finding.check} {where}: {finding.message}")
 
 
-def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
-    """The user's template (checked, its variant detected) or specdraft's own for ``variant``."""
+def choose_template(requested: Path | None, variant: str, checkpoint: Path | None = None) -> TemplateChoice:
+    """The user's template (checked, its variant detected) or specdraft's own for ``variant``, compared with the
+    template the target ``checkpoint`` directory carries, if any."""
     try:
         import specdraft.templates as templates
     except ImportError:
@@ -116,4 +163,6 @@ def choose_template(requested: Path | None, variant: str) -> TemplateChoice:
         raise UserError(f"--chat-template {path}: not UTF-8 text (byte {err.start})",
                         hint="pass a Jinja chat template saved as UTF-8") from None
     found_variant, findings = _check(source, variant, detect=requested is not None)
-    return TemplateChoice(path=path, variant=found_variant, needed_variant=variant, findings=findings)
+    compared = _compare_with_checkpoint(source, variant, checkpoint) if checkpoint is not None else None
+    return TemplateChoice(path=path, variant=found_variant, needed_variant=variant, findings=findings,
+                          checkpoint_template=compared)

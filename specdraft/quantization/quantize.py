@@ -140,14 +140,7 @@ def plan_quantization(
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
     config = read_json_object(model_dir / "config.json")
-    architectures = config.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
-    if architecture not in GEMMA4_ARCHITECTURES:
-        raise UserError(
-            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, not Gemma 4 "
-            f"({' / '.join(GEMMA4_ARCHITECTURES)})",
-            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
-        )
+    architecture = _gemma4_architecture(model_dir, config)
     if read_quantization(model_dir) is not None:
         raise UserError(
             f"{model_dir} is already quantized",
@@ -160,12 +153,7 @@ def plan_quantization(
     required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
     if available_bytes is None:
         available_bytes = _available_bytes(device)
-    if required > available_bytes:
-        raise RefusedError(
-            f"quantizing {model_dir.name} ({parameters:,} parameters, {bf16_bytes / 1024**3:.1f} GiB in BF16) "
-            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available_bytes / 1024**3:.1f} GiB is available",
-            hint="run it on a machine with more memory (or a GPU: --device cuda)",
-        )
+    _check_fits(model_dir, parameters, required, available_bytes, device)
     _checked_text_config(config, model_dir / "config.json")
     kv_shared = GEMMA4.kv_shared_layers(config)
     exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
@@ -179,6 +167,30 @@ def plan_quantization(
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
         required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
     )
+
+
+def _gemma4_architecture(model_dir: Path, config: dict) -> str:
+    """The checkpoint's architecture, refused unless it is one of Gemma 4's."""
+    architectures = config.get("architectures")
+    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
+    if architecture not in GEMMA4_ARCHITECTURES:
+        raise UserError(
+            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, "
+            f"not Gemma 4 ({' / '.join(GEMMA4_ARCHITECTURES)})",
+            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
+        )
+    return architecture
+
+
+def _check_fits(model_dir: Path, parameters: int, required: int, available: int, device: str) -> None:
+    """Refuse before loading anything when quantizing would run out of ``device`` memory."""
+    if required > available:
+        raise RefusedError(
+            f"quantizing {model_dir.name} ({parameters:,} parameters, {2 * parameters / 1024**3:.1f} GiB in BF16) "
+            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available / 1024**3:.1f} GiB "
+            "is available",
+            hint="run it on a machine with more memory (or a GPU: --device cuda)",
+        )
 
 
 def quantize_draft(
@@ -202,15 +214,7 @@ def quantize_draft(
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    tokenizer = _load_tokenizer(transformers, plan.model_dir)
-    config_path = plan.model_dir / "config.json"
-    vocab_size = _checked_text_config(read_json_object(config_path), config_path).get("vocab_size")
-    if not isinstance(vocab_size, int) or vocab_size < 4:
-        raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
-                        hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
-    sequences = calibration_token_ids(calib, tokenizer=tokenizer, vocab_size=vocab_size, samples=samples, max_seq_len=max_seq_len)
-    if not sequences:
-        raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
+    sequences = _calibration_sequences(plan, transformers, calib, samples=samples, max_seq_len=max_seq_len)
 
     progress(f"loading {plan.model_dir} ({plan.parameters:,} parameters) on {plan.device}")
     model_class = getattr(transformers, plan.architecture)
@@ -236,19 +240,52 @@ def quantize_draft(
     if plan.text_only and plan.architecture != TEXT_ONLY_ARCHITECTURE:
         model = _language_model_only(model, transformers, torch)
 
+    phase = time.perf_counter()
+    progress(f"exporting to {out_dir}")
+    findings = _export_checked(model, plan, out_dir, export_hf_checkpoint, torch, expected_algo)
+    seconds["export"] = time.perf_counter() - phase
+    seconds["total"] = time.perf_counter() - started
+    return QuantizeResult(
+        out_dir=out_dir, info=read_quantization(out_dir), findings=findings, modelopt_version=modelopt_version,
+        calibration_sequences=len(sequences), calibration_tokens=sum(len(ids) for ids in sequences), seconds=seconds,
+        kept_in_bf16=kept,
+    )
+
+
+def _calibration_sequences(plan: QuantizePlan, transformers: Any, calib: str, *, samples: int | None,
+                           max_seq_len: int) -> list[list[int]]:
+    """The calibration set as token ids, tokenized with the model's own tokenizer and chat template."""
+    tokenizer = _load_tokenizer(transformers, plan.model_dir)
+    config_path = plan.model_dir / "config.json"
+    vocab_size = _checked_text_config(read_json_object(config_path), config_path).get("vocab_size")
+    if not isinstance(vocab_size, int) or vocab_size < 4:
+        raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
+                        hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
+    sequences = calibration_token_ids(calib, tokenizer=tokenizer, vocab_size=vocab_size, samples=samples,
+                                      max_seq_len=max_seq_len)
+    if not sequences:
+        raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
+    return sequences
+
+
+def _export_checked(model: Any, plan: QuantizePlan, out_dir: Path, export_hf_checkpoint: Callable[..., Any],
+                    torch: Any, expected_algo: str) -> list:
+    """Export into a staging directory beside ``out_dir``, read it back, and only then rename it into place.
+
+    Returns the export's own findings; raises (leaving ``out_dir`` untouched) when the export reads back as
+    another scheme, carries a non-finite scale or fails its own checks.
+    """
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:
-        phase = time.perf_counter()
-        progress(f"exporting to {out_dir}")
         with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
             export_hf_checkpoint(model, export_dir=staging)
         _keep_source_config(plan.model_dir, staging, text_only=plan.text_only)
         _copy_tokenizer_files(plan.model_dir, staging, text_only=plan.text_only)
-        seconds["export"] = time.perf_counter() - phase
         info = read_quantization(staging)
         if info is None or info.quant_algo != expected_algo:
-            raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, not {expected_algo}")
+            raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, "
+                               f"not {expected_algo}")
         broken = _non_finite_scales(staging, torch)
         if broken:
             raise RuntimeError(f"ModelOpt export in {staging} has non-finite scales: {', '.join(broken[:3])}")
@@ -259,15 +296,10 @@ def quantize_draft(
         if out_dir.exists():
             out_dir.rmdir()
         staging.rename(out_dir)
+        return findings
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    seconds["total"] = time.perf_counter() - started
-    return QuantizeResult(
-        out_dir=out_dir, info=read_quantization(out_dir), findings=findings, modelopt_version=modelopt_version,
-        calibration_sequences=len(sequences), calibration_tokens=sum(len(ids) for ids in sequences), seconds=seconds,
-        kept_in_bf16=kept,
-    )
 
 
 def check_out_dir(out_dir: Path) -> None:

@@ -47,18 +47,24 @@ class TemplateSourceError(Exception):
     """The template cannot be compiled; ``lineno`` is 1-based (None when Jinja gives none)."""
 
     def __init__(self, message: str, lineno: int | None):
-        super().__init__(message)
+        super().__init__(message, lineno)  # both in args, so the error survives pickling between processes
         self.message = message
         self.lineno = lineno
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class TemplateRenderError(Exception):
     """The template raised while rendering; ``rejected`` is True when it called ``raise_exception``."""
 
-    def __init__(self, message: str, *, rejected: bool):
-        super().__init__(message)
+    def __init__(self, message: str, rejected: bool):
+        super().__init__(message, rejected)  # both in args, so the error survives pickling between processes
         self.message = message
         self.rejected = rejected
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,25 @@ def to_vllm_conversation(
     return conversation
 
 
+def to_vllm_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The tools vLLM hands the template: what its request model keeps of each (``tool.model_dump()``).
+
+    ``type`` and the function's ``name``, ``description`` and ``parameters`` (None when absent), ``strict``
+    and ``defer_loading`` only when given; every other key, a ``response`` schema included, is dropped.
+    """
+    kept = []
+    for tool in tools:
+        function = tool["function"]
+        dumped = {"name": function["name"], "description": function.get("description"),
+                  "parameters": function.get("parameters")}
+        defer_loading = function.get("defer_loading", tool.get("defer_loading"))
+        for key, value in (("strict", function.get("strict")), ("defer_loading", defer_loading)):
+            if value is not None:
+                dumped[key] = value
+        kept.append({"type": "function", "function": dumped})
+    return kept
+
+
 def _transformers_normalised(conversation: list[dict]) -> list[dict]:
     # What apply_chat_template does before rendering, in the transformers installed here: since 5.2x it
     # drops keys whose value is None; older releases pass the messages through unchanged.
@@ -216,7 +241,7 @@ def render_chat(
     try:
         rendered, _ = render_jinja_template(
             conversations=[conversation],
-            tools=list(tools) if tools is not None else None,
+            tools=to_vllm_tools(tools) if tools is not None else None,
             chat_template=source,
             add_generation_prompt=add_generation_prompt,
             **{**GEMMA4_SPECIAL_TOKENS, **kwargs},
@@ -224,6 +249,8 @@ def render_chat(
     except jinja2.TemplateError as err:
         # raise_exception() raises a bare TemplateError; Jinja's own failures use subclasses.
         raise TemplateRenderError(str(err), rejected=type(err) is jinja2.TemplateError) from None
+    except (MemoryError, RecursionError):
+        raise  # a limit, not a template error: see specdraft.templates.limits
     except Exception as err:  # a template can fail in arbitrary ways on data it did not expect
         raise TemplateRenderError(f"{type(err).__name__}: {err}", rejected=False) from None
     return rendered[0]

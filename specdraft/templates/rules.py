@@ -112,17 +112,18 @@ def _thought_replayed(r: Rendering) -> Iterator[Problem]:
 
 @rule(
     "open-thought-channel",
-    fix="end the generation prompt with <|turn>model\\n (E-series) or an empty closed block (large); an open "
-    "<|channel>thought\\n is only for continuing after tool results with thinking on",
+    fix="end the generation prompt with <|turn>model\\n (E-series) or an empty closed block (large), and end "
+    "at <tool_response|> after tool results: the model writes <|channel> itself",
 )
 def _open_thought_channel(r: Rendering) -> Iterator[Problem]:
+    # A channel the prompt opens is never in the output: a reasoning parser that finds neither <|channel> nor
+    # (skipped as a special token) <channel|> in it returns the whole thought as content.
     last_open = r.prompt.rfind(CHANNEL_OPEN)
     if last_open < 0 or r.prompt.find(CHANNEL_CLOSE, last_open) >= 0:
         return
-    if r.scenario.thinking and r.scenario.ends_after_tool_results:
-        return
-    state = "off" if not r.scenario.thinking else "on, but this is not a continuation after tool results"
-    yield Problem(f"a thought channel is left open at the end of the prompt (thinking {state})", last_open, len(r.prompt))
+    where = "after tool results" if r.scenario.ends_after_tool_results else "at the generation prompt"
+    yield Problem(f"a thought channel is left open at the end of the prompt ({where}): the reasoning that follows "
+                  "carries no <|channel> for the reasoning parser", last_open, len(r.prompt))
 
 
 @rule(
@@ -144,18 +145,18 @@ def _empty_thought_block(r: Rendering) -> Iterator[Problem]:
 
 @rule(
     "generation-prompt",
-    fix="with add_generation_prompt end in <|turn>model\\n (after tool results: right after <tool_response|>); "
-    "without it, close the last turn with <turn|>\\n",
+    fix="with add_generation_prompt end in <|turn>model\\n, without it close the last turn with <turn|>\\n; after tool "
+    "results end right after <tool_response|> either way (the model continues its turn)",
 )
 def _generation_prompt(r: Rendering) -> Iterator[Problem]:
     s, p = r.scenario, r.prompt
-    if not s.add_generation_prompt:
+    if s.ends_after_tool_results:
+        # with or without the generation prompt: a model turn never ends at a tool result in training
+        if not p.endswith("<tool_response|>") and not p.endswith("<tool_response|>" + CHANNEL_OPEN + "thought\n"):
+            yield _tail(p, "after tool results the model continues its own turn: the prompt must end at <tool_response|>")
+    elif not s.add_generation_prompt:
         if not p.endswith(TURN_CLOSE + "\n"):
             yield _tail(p, "add_generation_prompt is false but the prompt does not end with a closed turn")
-    elif s.ends_after_tool_results:
-        endings = ["<tool_response|>"] + (["<tool_response|><|channel>thought\n"] if s.thinking else [])
-        if not any(p.endswith(e) for e in endings):
-            yield _tail(p, "after tool results the model continues its own turn: the prompt must end at <tool_response|>")
     elif not (p.endswith(MODEL_PROMPT) or p.endswith(MODEL_PROMPT + EMPTY_THOUGHT)):
         yield _tail(p, "the generation prompt does not open a model turn (<|turn>model\\n)")
 
@@ -169,25 +170,29 @@ def _wrong_marker_spelling(r: Rendering) -> Iterator[Problem]:
 @rule(
     "python-repr",
     fix="content can be a list of parts (--chat-template-content-format openai): render each part's text, "
-    "never the list itself",
+    "never the list itself; render a null tool description as empty, never as None",
 )
 def _python_repr(r: Rendering) -> Iterator[Problem]:
     for match in re.finditer(r"\[?\{'type': '\w+'|\{\"type\": \"\w+\"", r.prompt):
         yield Problem("a content part is rendered as a Python/JSON value", match.start(), match.end())
         return
+    # vLLM passes a tool without a description as description=None
+    for match in re.finditer(re.escape('description:<|"|>None<|"|>'), r.prompt):
+        yield Problem("a missing tool description is rendered as the word None", match.start(), match.end())
 
 
 @rule(
     "think-switch",
-    fix="set thinking with `enable_thinking is sameas true` (reject other non-boolean values) and write "
-    "<|think|>\\n first in the system turn",
+    fix="switch thinking on only for the boolean true or the string \"true\" (any case), off for false / \"false\", "
+    "refuse any other value, and write <|think|>\\n first in the system turn",
 )
 def _think_switch(r: Rendering) -> Iterator[Problem]:
     s, p = r.scenario, r.prompt
     where = p.find(THINK)
     if where >= 0 and not s.thinking:
         value = s.chat_template_kwargs.get("enable_thinking", "<omitted>")
-        yield Problem(f"<|think|> is present although enable_thinking is {value!r}, not the boolean true", where, where + len(THINK))
+        yield Problem(f"<|think|> is present although enable_thinking is {value!r}, which does not switch thinking on",
+                      where, where + len(THINK))
     elif where < 0 and s.thinking:
         yield Problem("enable_thinking is true but <|think|> is missing", 0, 0)
     elif where >= 0 and not p.startswith(BOS + "<|turn>system\n" + THINK + "\n"):
@@ -244,7 +249,8 @@ def _unbalanced_markers(r: Rendering) -> Iterator[Problem]:
         else:
             stack.pop()
     still_open = [m for m, _ in stack]
-    allowed = [[]] + ([[TURN_OPEN], [TURN_OPEN, CHANNEL_OPEN]] if r.scenario.add_generation_prompt else [])
+    may_stay_open = r.scenario.add_generation_prompt or r.scenario.ends_after_tool_results
+    allowed = [[]] + ([[TURN_OPEN], [TURN_OPEN, CHANNEL_OPEN]] if may_stay_open else [])
     if still_open not in allowed:
         marker, at = stack[-1]
         yield Problem(f"{marker} is never closed", at, at + len(marker))
@@ -280,14 +286,32 @@ def _system_turn(r: Rendering) -> Iterator[Problem]:
             yield Problem("a tool declaration is outside the first system turn", match.start(), match.end())
 
 
+def _whitespace_relaxed(expected: str) -> re.Pattern:
+    """``expected`` with any whitespace, or none, between its characters."""
+    return re.compile(r"\s*".join(re.escape(char) for char in expected if not char.isspace()))
+
+
 @rule(
     "content-dropped",
     fix="keep every user text, visible answer, tool call and tool result; strip only the thoughts",
 )
 def _content_dropped(r: Rendering) -> Iterator[Problem]:
     for expected in r.scenario.must_contain:
-        if expected not in r.prompt:
-            yield _tail(r.prompt, f"expected {expected!r} in the prompt")
+        if expected not in r.prompt and not _whitespace_relaxed(expected).search(r.prompt):
+            yield _tail(r.prompt, f"expected {expected!r} in the prompt; it is not there, not even with other spacing")
+
+
+@rule(
+    "whitespace-changed",
+    fix="trim texts and join them as the string content format does: no space added before <turn|> or "
+    "between markers (Google's prompt format writes `<|turn>system\\nText<turn|>`)",
+)
+def _whitespace_changed(r: Rendering) -> Iterator[Problem]:
+    for expected in r.scenario.must_contain:
+        found = None if expected in r.prompt else _whitespace_relaxed(expected).search(r.prompt)
+        if found:
+            yield Problem(f"expected {expected!r}, found {found.group()!r}: only the whitespace differs",
+                          found.start(), found.end())
 
 
 RENDER_ERROR_FIX = "the template must render this request; reject only a non-boolean enable_thinking (raise_exception)"

@@ -28,11 +28,13 @@ class Scenario:
 
     @property
     def thinking(self) -> bool:
-        """True only when thinking was switched on with a real boolean."""
-        return self.chat_template_kwargs.get("enable_thinking") is True
+        """True when thinking was switched on: the boolean true, or the string "true" in any case."""
+        value = self.chat_template_kwargs.get("enable_thinking")
+        return value is True or (isinstance(value, str) and value.lower() == "true")
 
     @property
-    def thinking_is_malformed(self) -> bool:
+    def thinking_may_be_refused(self) -> bool:
+        """A template may refuse a switch that is not a JSON boolean (refusing cannot leak)."""
         value = self.chat_template_kwargs.get("enable_thinking")
         return value is not None and not isinstance(value, bool)
 
@@ -71,6 +73,58 @@ TIME_TOOL = {
 }
 TOOLS = [WEATHER_TOOL, TIME_TOOL]
 TOOL_DECLARATION = "<|tool>declaration:get_weather{"
+
+# Every declaration shape the official templates distinguish: no description and no properties, no
+# parameters at all, nested objects and arrays of objects, an enum, nullable, JSON-schema keys Google drops
+# (default, minimum, minLength, additionalProperties, title), property names that sort differently with and
+# without case, and a response schema (which vLLM drops before rendering; transformers passes it on).
+FLIGHT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_flights",
+        "description": "Find flights",
+        "parameters": {
+            "type": "object",
+            "required": ["route", "passengers"],
+            "additionalProperties": False,
+            "properties": {
+                "route": {
+                    "type": "object",
+                    "description": "Where to fly",
+                    "required": ["from", "to"],
+                    "properties": {
+                        "to": {"type": "string", "description": "IATA code", "minLength": 3},
+                        "from": {"type": "string"},
+                        "via": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                "passengers": {
+                    "type": "array",
+                    "description": "Who travels",
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+                    },
+                },
+                "cabin": {"type": "string", "enum": ["economy", "business"], "default": "economy"},
+                "max_price": {"type": "number", "nullable": True, "description": "In EUR"},
+                "Flexible": {"type": "boolean", "title": "Flexible dates"},
+            },
+        },
+    },
+}
+PING_TOOL = {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}
+NOOP_TOOL = {
+    "type": "function",
+    "function": {"name": "noop", "description": "Does nothing",
+                 "response": {"type": "object", "description": "Nothing", "properties": {"ok": {"type": "boolean"}}}},
+}
+SHAPE_TOOLS = [FLIGHT_TOOL, PING_TOOL, NOOP_TOOL]
+FLIGHT_ARGUMENTS = (
+    '{"route": {"to": "NRT", "from": "CDG", "via": ["HEL"]}, "passengers": [{"name": "Ada", "age": 36}, '
+    '{"name": "Bo", "age": null}], "cabin": "business", "max_price": 1200.5, "Flexible": true}'
+)
 
 
 def _user(text: Any) -> dict:
@@ -111,6 +165,7 @@ def _history(reply: dict, *, kwargs: Mapping[str, Any] = OFF, must: Sequence[str
 def _scenarios() -> list[Scenario]:
     weather_call = _call("call_w", "get_weather", '{"city": "Paris"}')
     time_call = _call("call_t", "get_time", '{"city": "Tokyo"}')
+    oslo_call = _call("call_o", "get_weather", '{"city": "Oslo"}')
     tool_texts = [_call_text("get_weather", "Paris"), _result_text("get_weather", "RESULT1 sunny")]
     two_call_texts = [
         _call_text("get_weather", "Paris"),
@@ -124,15 +179,17 @@ def _scenarios() -> list[Scenario]:
         Scenario("thinking-omitted", "no enable_thinking kwarg (template default)", [_user(Q1)], must_contain=[Q1]),
         Scenario(
             "thinking-string-false",
-            'enable_thinking="false" (a string: truthy in Jinja)',
+            'enable_thinking="false" (a string: truthy in Jinja, must mean false)',
             [_user(Q1)],
             chat_template_kwargs={"enable_thinking": "false"},
+            must_contain=[Q1],
         ),
         Scenario(
             "thinking-string-true",
-            'enable_thinking="true" (a string, not a boolean)',
+            'enable_thinking="true" (a string, as clients send it through chat_template_kwargs)',
             [_user(Q1)],
             chat_template_kwargs={"enable_thinking": "true"},
+            must_contain=[Q1],
         ),
         Scenario(
             "thinking-int-one",
@@ -262,7 +319,7 @@ def _scenarios() -> list[Scenario]:
             [{"role": "system", "content": "SYSTEM1 Use tools."}, _user(Q1)],
             tools=TOOLS,
             chat_template_kwargs=ON,
-            must_contain=["<|turn>system\n<|think|>\nSYSTEM1 Use tools.", TOOL_DECLARATION, Q1],
+            must_contain=["<|turn>system\n<|think|>\nSYSTEM1 Use tools." + TOOL_DECLARATION, Q1],
         ),
         Scenario(
             "tool-call-and-result",
@@ -354,6 +411,60 @@ def _scenarios() -> list[Scenario]:
             chat_template_kwargs=OFF,
             add_generation_prompt=False,
             must_contain=[Q1, "ANSWER21 4"],
+        ),
+        Scenario(
+            "tool-declaration-shapes",
+            "declarations of every shape: nested, arrays of objects, enum, nullable, dropped keys, no parameters",
+            [_user(Q1)],
+            tools=SHAPE_TOOLS,
+            chat_template_kwargs=OFF,
+            must_contain=["<|tool>declaration:search_flights{", "<|tool>declaration:ping{",
+                          "<|tool>declaration:noop{", Q1],
+        ),
+        Scenario(
+            "tool-call-nested-arguments",
+            "a call whose arguments nest objects and arrays two levels deep, then a JSON result",
+            [_user(Q1), _model(None, tool_calls=[_call("call_f", "search_flights", FLIGHT_ARGUMENTS)]),
+             _result("call_f", '{"flights": [{"id": "RESULT3", "price": 990}]}')],
+            tools=[FLIGHT_TOOL],
+            chat_template_kwargs=OFF,
+            must_contain=[Q1, "<|tool>declaration:search_flights{", "<|tool_call>call:search_flights{", "NRT", "RESULT3"],
+        ),
+        Scenario(
+            "tool-results-three",
+            "three calls in one message and their three results",
+            [_user(Q1), _model(None, tool_calls=[weather_call, time_call, oslo_call]),
+             _result("call_w", "RESULT1 sunny"), _result("call_t", "RESULT2 09:00"), _result("call_o", "RESULT4 snow")],
+            tools=TOOLS,
+            chat_template_kwargs=ON,
+            must_contain=[*two_call_texts[:2], _call_text("get_weather", "Oslo"),
+                          _result_text("get_weather", "RESULT4 snow")],
+        ),
+        Scenario(
+            "tool-call-with-content-then-answer",
+            "a tool call with text of its own, its result, the final answer and a new question",
+            [_user(Q1), _model("ANSWER22 Let me check.", tool_calls=[weather_call]), _result("call_w", "RESULT1 sunny"),
+             _model("ANSWER23 Sunny."), _user(Q2)],
+            tools=TOOLS,
+            chat_template_kwargs=OFF,
+            must_contain=[Q1, Q2, *tool_texts, "ANSWER22 Let me check.", "ANSWER23 Sunny."],
+        ),
+        Scenario(
+            "tool-result-no-generation-prompt",
+            "a tool result last, rendered without the generation prompt",
+            [_user(Q1), _model(None, tool_calls=[weather_call]), _result("call_w", "RESULT1 sunny")],
+            tools=TOOLS,
+            chat_template_kwargs=OFF,
+            add_generation_prompt=False,
+            must_contain=[Q1, *tool_texts],
+        ),
+        Scenario(
+            "multi-turn",
+            "three questions and two plain answers, a system message first",
+            [{"role": "system", "content": "SYSTEM1 Answer briefly."}, _user(Q1), _model("ANSWER24 4"), _user(Q2),
+             _model("ANSWER25 12"), _user("USER3 And minus 5?")],
+            chat_template_kwargs=OFF,
+            must_contain=["SYSTEM1 Answer briefly.<turn|>", Q1, Q2, "USER3 And minus 5?", "ANSWER24 4", "ANSWER25 12"],
         ),
         Scenario(
             "no-generation-prompt-thinking-on",

@@ -39,8 +39,6 @@ RUN.update(seed=SEED, per_command=PER_COMMAND)
 # Breaches found in commands other helpers own, not fixed yet: (does it match this case and breach?, the
 # reason, naming the owner). A matching case is an xfail with that reason; any other breach fails.
 KNOWN_BREACHES: list[tuple[Callable[[Case, str], bool], str]] = [
-    (lambda case, breach: case.slow_template and breach.startswith("still running"),
-     "template check has no bound on render time or output size (issue 16 point 4, c-templates)"),
 ]
 
 

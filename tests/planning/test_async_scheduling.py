@@ -7,28 +7,16 @@ import subprocess
 from importlib import resources
 
 import pytest
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 from specdraft.planning import LaunchRequest, build_launch_plan, decide_async_scheduling, read_vllm_arguments
 from specdraft.planning._async_scheduling import release_rule
+from tests.planning.conftest import RELEASES, assert_every_release_read_once, raised_messages
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
 TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "async_scheduling.json").read_text())
-# Every GPU vLLM release on PyPI from 0.19.0 to 0.33.0.
-RELEASES = ["0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0",
-            "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
-            "0.33.0"]
 # One release per rule, wheels the rest of the suite downloads anyway; SPECDRAFT_ALL_RELEASES=1 reads all 21.
 CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "0.22.1", "0.26.0", "0.28.0",
                                                                       "0.31.0", "0.33.0"]
-
-
-@pytest.fixture(scope="module")
-def release():
-    from specdraft.testbed.release_trees import release_tree
-
-    return lambda version: release_tree(version, progress=lambda line: None)
 
 
 @pytest.fixture(autouse=True)
@@ -58,22 +46,9 @@ def _async_branches(tree) -> tuple[str, str, str]:
     raise AssertionError(f"no async-scheduling decision in {tree}")
 
 
-def _raised_messages(code: str) -> set[str]:
-    """The text of every ``raise ValueError(...)`` in ``code``, f-string fields kept as ``{name}``."""
-    messages = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            text = ast.unparse(node.exc.args[0])
-            messages.add(text[2:-1] if text.startswith("f") else text[1:-1])
-    return messages
-
-
 def test_table_covers_every_release_from_0_19_to_0_33_once():
-    read = [version for rule in TABLE["rules"] for version in rule["read"]]
-    assert sorted(read, key=Version) == RELEASES
-    for rule in TABLE["rules"]:
-        assert all(Version(v) in SpecifierSet(rule["versions"]) for v in rule["read"]), rule["versions"]
-    assert all(release_rule(v).read.count(v) == 1 for v in RELEASES)
+    assert_every_release_read_once(TABLE["rules"])
+    assert all(v in release_rule(v).read for v in RELEASES)
 
 
 @pytest.mark.parametrize("version", CHECKED)
@@ -85,7 +60,7 @@ def test_table_entry_matches_the_release_source(release, version):
     if rule.default == "off":
         assert rule.default_message.replace("draft_model", "%s") in default
     conflicts = {entry.split(": ", 1)[1] for entry in rule.explicit_conflicts}
-    assert _raised_messages(explicit) == conflicts | {rule.explicit_refusal_for_other_methods}
+    assert raised_messages(explicit) == conflicts | {rule.explicit_refusal_for_other_methods}
     assert read_vllm_arguments(tree).knows_flag(rule.flag)
     engine_args = ast.parse((tree / "vllm" / "engine" / "arg_utils.py").read_text())
     field = next(node for node in ast.walk(engine_args) if isinstance(node, ast.AnnAssign)

@@ -62,3 +62,45 @@ def test_probe_of_an_unreachable_server_exits_2_with_a_hint():
 def test_path_prints_the_shipped_template():
     done = specdraft("path", "--variant", "e")
     assert done.returncode == 0 and Path(done.stdout.strip()) == shipped_template("e")
+
+
+def test_check_with_a_reference_reports_format_drift_with_a_diff(tmp_path):
+    unsorted = tmp_path / "unsorted.jinja"
+    unsorted.write_text(shipped_template("large").read_text().replace(
+        "(arguments if arguments is mapping else {})|dictsort", "(arguments if arguments is mapping else {}).items()"))
+    done = specdraft("check", str(unsorted), "--variant", "large", "--reference", str(shipped_template("large")))
+    assert done.returncode == 1, done.stderr
+    assert "format-drift  tool-call-nested-arguments [string]: our prompt differs" in done.stdout
+    assert "    --- reference" in done.stdout and "    +++ ours" in done.stdout
+    assert "2 finding(s): format-drift" in done.stdout
+    assert "render what the reference renders" in done.stderr
+
+
+def test_check_with_a_checkpoint_directory_as_reference_reads_its_template(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": shipped_template("e").read_text()}))
+    done = specdraft("check", str(shipped_template("e")), "--reference", str(tmp_path), "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["ok"] is True
+    assert report["reference"] == {"file": str(tmp_path / "tokenizer_config.json"), "findings": []}
+
+
+def test_check_with_a_reference_directory_without_a_template_exits_2(tmp_path):
+    done = specdraft("check", str(shipped_template("e")), "--reference", str(tmp_path))
+    assert done.returncode == 2 and "carries no chat template" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_check_of_a_hostile_template_ends_in_one_render_limit_finding(tmp_path):
+    hostile = tmp_path / "hostile.jinja"
+    hostile.write_text('{{ bos_token }}{{ "x" * 10**9 }}')
+    done = specdraft("check", str(hostile), "--variant", "e")
+    assert done.returncode == 1
+    assert done.stdout.strip().endswith("1 finding(s): render-limit")
+
+
+def test_check_of_an_empty_template_is_one_finding(tmp_path):
+    empty = tmp_path / "empty.jinja"
+    empty.write_text("")
+    done = specdraft("check", str(empty))
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == "empty-template  (template): the template is empty (or only whitespace)"
+    assert done.stdout.strip().endswith("1 finding(s): empty-template")

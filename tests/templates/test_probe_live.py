@@ -189,3 +189,23 @@ def test_vllm_renders_every_scenario_exactly_as_specdraft_does(content_format, r
         assert response.json()["tokens"] == tokenizer.encode(ours, add_special_tokens=False), scenario.id
         compared += 1
     assert compared >= len(SCENARIOS) - 3
+
+
+OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "official_prompts.json").read_text())["cases"]
+TOOLS_REQUESTS = [c for c in OFFICIAL if c["variant"] == "large" and c["content_format"] == "openai" and c["id"] in
+                  {"tool-call-nested-arguments", "tool-calls-several", "tool-turn-in-progress-reasoning-thinking-off"}]
+
+
+@pytest.mark.parametrize("case", TOOLS_REQUESTS, ids=[c["id"] for c in TOOLS_REQUESTS])
+def test_vllm_serves_googles_official_prompt_for_a_tools_request(case, launcher_server):
+    """The prompt vLLM builds with the launcher's flags is, token for token, what Google's 31B template renders."""
+    from transformers import AutoTokenizer
+
+    request = case["request"]
+    body = {"model": MODEL, "messages": request["messages"], "tools": request["tools"],
+            "add_generation_prompt": request["add_generation_prompt"],
+            "chat_template_kwargs": request["chat_template_kwargs"]}
+    response = httpx.post(f"{launcher_server.removesuffix('/v1')}/tokenize", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    tokenizer = AutoTokenizer.from_pretrained(tiny_pair().target)
+    assert response.json()["tokens"] == tokenizer.encode(case["official_prompt"], add_special_tokens=False)

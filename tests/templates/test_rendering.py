@@ -9,6 +9,7 @@ from specdraft.templates.rendering import (
     compile_template,
     render_chat,
     to_vllm_conversation,
+    to_vllm_tools,
 )
 
 ECHO = "{{ messages | tojson }}"
@@ -114,3 +115,16 @@ def test_a_syntax_error_names_its_line():
 def test_the_generation_tag_of_transformers_templates_compiles():
     source = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}"
     assert render_chat(source, [{"role": "assistant", "content": "x"}], content_format="string") == "x"
+
+
+def test_tools_reach_the_template_as_vllm_dumps_its_request_model():
+    tools = [{"type": "function", "function": {"name": "f", "response": {"type": "object"}, "title": "x"}},
+             {"type": "function", "defer_loading": True,
+              "function": {"name": "g", "description": "d", "parameters": {"type": "object"}, "strict": True}}]
+    assert to_vllm_tools(tools) == [
+        {"type": "function", "function": {"name": "f", "description": None, "parameters": None}},
+        {"type": "function", "function": {"name": "g", "description": "d", "parameters": {"type": "object"},
+                                          "strict": True, "defer_loading": True}},
+    ]
+    assert render_chat("{{ tools | tojson }}", [{"role": "user", "content": "x"}], content_format="string",
+                       tools=tools[:1]) == '[{"type": "function", "function": {"name": "f", "description": null, "parameters": null}}]'

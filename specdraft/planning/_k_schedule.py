@@ -1,0 +1,233 @@
+"""A K per batch size: vLLM's ``num_speculative_tokens_per_batch_size`` from a load test, or the one K best over
+the batch sizes a server will see where the release takes a single K.
+
+The load test is a ``specdraft bench`` result of the speculative server at several ``--concurrency`` levels with
+a ``--compare`` baseline (the target served alone, same workload). At each level it gives the acceptance per
+draft position and the measured speedup at the server's K; tune's model ``S(K) = E(K) / (1 + K*c)`` then takes
+the whole measured step time beyond the target's as growing with K (``c = (E(K_s) / S_measured - 1) / K_s``),
+so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. K = 0
+at a batch size means no K beats the target alone there. Which releases take a schedule, and what K = 0 still
+costs in one, is the shipped table ``data/k_per_batch_size.json`` (read from the published wheels).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.errors import UserError
+from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
+
+ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
+MAX_K = 8
+"""The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
+
+
+class MeasuredLevel(BaseModel):
+    """One concurrency level of a load test."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_size: int
+    per_position_acceptance: tuple[float, ...]
+    """vLLM's unconditional acceptance per draft position at this level (counter deltas of the level)."""
+    server_k: int
+    """The benched server's ``num_speculative_tokens``."""
+    speedup: float
+    """Per-sequence decode tok/s over the baseline's at the same concurrency."""
+
+
+class LoadTest(BaseModel):
+    """What a load test measured, per level (the fact the schedule is decided from)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    levels: tuple[MeasuredLevel, ...]
+
+
+class LevelChoice(BaseModel):
+    """The K for one measured batch size, and the figures behind it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_size: int
+    measured_k: int
+    measured_speedup: float
+    cost_ratio: float
+    """c at this batch size: the measured step time beyond the target's, per drafted token, in target steps."""
+    best_k: int
+    """0: no K beats the target alone at this batch size."""
+    predicted: tuple[float, ...]
+    """Predicted speedup for K = 1, 2, ... (index K - 1)."""
+
+    def speedup_at(self, k: int) -> float:
+        return 1.0 if k == 0 else self.predicted[k - 1]
+
+
+class KScheduleDecision(BaseModel):
+    """What the plan does about K per batch size, and why; ``--json`` prints it as ``k_schedule``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    outcome: ScheduleOutcome
+    """``schedule``: the config carries ``num_speculative_tokens_per_batch_size``; ``single-k``: the release (or
+    setup) takes one K, chosen over the measured batch sizes; ``same-k``: every batch size wants the same K;
+    ``loses``: no K beats the target alone at any measured batch size; ``unmeasured``: no load test, the plan's
+    K holds for every batch size; ``one-sequence``: ``--max-num-seqs 1``, nothing to schedule."""
+    k: int | None
+    """The ``num_speculative_tokens`` the config carries (the schedule's largest K); None: the plan's own K."""
+    schedule: list[tuple[int, int, int]] | None
+    """``[(first, last, K), ...]`` inclusive batch-size ranges covering 1..max_num_seqs."""
+    reason: str
+    levels: list[LevelChoice] = []
+    lost: list[tuple[int, float]] = []
+    """With one K: per measured batch size, the share of its best predicted speed that K gives up."""
+
+
+def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
+    """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
+    from specdraft.bench._results import load_result  # here: specdraft.bench loads its HTTP client
+
+    result = load_result(path)
+    again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
+             f"--duration 60 --compare TARGET_ALONE_URL --out {path}")
+    if not result.speculative:
+        raise UserError(f"--from-bench {path} is a run without speculative decoding: it has no acceptance",
+                        hint=f"bench the speculative server: {again}")
+    if result.baseline is None:
+        raise UserError(f"--from-bench {path} has no baseline: a K per batch size needs the speedup at each level",
+                        hint=f"bench with the target served alone as --compare: {again}")
+    levels = [_measured_level(path, lv, result.baseline.level(lv.concurrency), again)
+              for lv in result.levels if lv.concurrency <= max_num_seqs]
+    if not levels:
+        measured = ", ".join(str(lv.concurrency) for lv in result.levels)
+        raise UserError(f"--from-bench {path} measured concurrency {measured}, none at or below --max-num-seqs "
+                        f"{max_num_seqs}", hint=f"bench the batch sizes this server will run: {again}")
+    return LoadTest(source=str(path), levels=tuple(levels))
+
+
+def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
+    where = f"--from-bench {path} at concurrency {level.concurrency}"
+    rates = level.spec_decode.per_position_acceptance if level.spec_decode is not None else None
+    if not rates:
+        raise UserError(f"{where} has no acceptance counters (no drafts were counted for that level)",
+                        hint=f"bench again with this specdraft, which reads /metrics around every level: {again}")
+    if base is None or not (level.decode_tok_s or 0) > 0 or not (base.decode_tok_s or 0) > 0:
+        raise UserError(f"{where} has no decode speed for both runs, so no speedup",
+                        hint=f"bench both servers at the same levels: {again}")
+    speedup = level.decode_tok_s / base.decode_tok_s
+    expected = 1.0 + sum(rates)
+    if speedup > expected:
+        raise UserError(f"{where}: the measured speedup {speedup:.2f}x exceeds the mean acceptance length "
+                        f"{expected:.2f}, which no speculative step can; the two runs are not the same workload",
+                        hint=f"bench both servers with the same prompts and --max-tokens: {again}")
+    return MeasuredLevel(batch_size=level.concurrency, per_position_acceptance=tuple(rates),
+                         server_k=level.spec_decode.num_speculative_tokens, speedup=speedup)
+
+
+def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
+    """The best K at one measured batch size by tune's model with this level's c."""
+    from specdraft.bench._tuner import recommend  # here: specdraft.bench loads its HTTP client
+
+    k = level.server_k
+    cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
+    cost_ratio = max(cost_ratio, 0.0) / k
+    rec = recommend(level.per_position_acceptance, cost_ratio, max_k=max_k)
+    return LevelChoice(batch_size=level.batch_size, measured_k=k, measured_speedup=level.speedup,
+                       cost_ratio=cost_ratio, best_k=rec.recommended_k,
+                       predicted=tuple(row.predicted_speedup for row in rec.table))
+
+
+def single_k(levels: list[LevelChoice], max_k: int) -> tuple[int, list[tuple[int, float]]]:
+    """The K >= 1 with the highest geometric-mean predicted speedup over the measured batch sizes, and what
+    it gives up at each against that batch size's own best K."""
+    def mean_log(k: int) -> float:
+        return sum(math.log(level.speedup_at(k)) for level in levels) / len(levels)
+
+    k = max(range(1, max_k + 1), key=lambda candidate: (round(mean_log(candidate), 9), -candidate))
+    lost = [(level.batch_size, 1.0 - level.speedup_at(k) / level.speedup_at(level.best_k)) for level in levels]
+    return k, lost
+
+
+def schedule_unavailable(rule: KPerBatchSizeRule | None, version: str | None, method: str,
+                         extra_args: list[str]) -> str | None:
+    """Why this launch cannot pass a schedule on ``version`` (whose table rule is ``rule``); None: it can."""
+    if rule is None:
+        where = f"vLLM {version} is not in" if version else "the vLLM version is unknown to"
+        return f"{where} specdraft's K-per-batch-size table (0.19.0-0.33.0)"
+    if not rule.supported:
+        return f"vLLM {version} takes one K for every batch size (num_speculative_tokens_per_batch_size came in 0.24.0)"
+    if rule.v1_methods is not None and method not in rule.v1_methods:
+        return f"vLLM {version} drops the schedule for method {method} on its V1 model runner"
+    if rule.drops_with_data_parallel and _data_parallel_size(extra_args) > 1:
+        return f"vLLM {version} drops the schedule with data parallelism (ranks could pick different K and deadlock)"
+    return None
+
+
+def _data_parallel_size(extra_args: list[str]) -> int:
+    for i, arg in enumerate(extra_args):
+        name, _, value = arg.partition("=")
+        if name in ("--data-parallel-size", "-dp"):
+            value = value or (extra_args[i + 1] if i + 1 < len(extra_args) else "1")
+            return int(value) if value.isdigit() else 1
+    return 1
+
+
+def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str | None, method: str, plan_k: int,
+                      k_given: bool, extra_args: list[str]) -> KScheduleDecision:
+    """K per batch size for a launch: from ``load`` where one was measured, else the plan's K with the reason."""
+    if load is None:
+        if max_num_seqs == 1:
+            return KScheduleDecision(outcome="one-sequence", k=None, schedule=None,
+                                     reason="one sequence at a time (--max-num-seqs 1): one K")
+        return KScheduleDecision(
+            outcome="unmeasured", k=None, schedule=None,
+            reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: the measured step costs are for one sequence, "
+                   f"so tune's model gives no other K per batch size; to plan one, bench the server at --concurrency "
+                   f"1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the result as --from-bench")
+    from specdraft.bench._tuner import schedule_ranges  # here: specdraft.bench loads its HTTP client
+
+    max_k = plan_k if k_given else MAX_K
+    levels = [choose_level(level, max_k) for level in sorted(load.levels, key=lambda level: level.batch_size)]
+    ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
+    common = dict(levels=levels, schedule=None)
+    measured = f"{load.source} (measured at batch size {', '.join(str(level.batch_size) for level in levels)})"
+    if all(level.best_k == 0 for level in levels):
+        best = max(levels, key=lambda level: max(level.predicted))
+        return KScheduleDecision(outcome="loses", k=None, **common, reason=(
+            f"no K beats the target alone at any batch size in {measured}: at best {max(best.predicted):.2f}x "
+            f"(batch size {best.batch_size}); serving the target without a draft is faster"))
+    if len(ranges) == 1:
+        return KScheduleDecision(outcome="same-k", k=ranges[0][2], **common,
+                                 reason=f"K = {ranges[0][2]} is the best K at every batch size in {measured}"
+                                        + _unmeasured_tail(levels, max_num_seqs))
+    rule = k_per_batch_size_table().rule_for(version)
+    why_not = schedule_unavailable(rule, version, method, extra_args)
+    if why_not is None:
+        return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), levels=levels, schedule=ranges,
+                                 reason=f"K per batch size from {measured}: {_describe(ranges, levels, max_num_seqs)}"
+                                        f"; with a schedule, {rule.full_cudagraphs}")
+    k, lost = single_k(levels, max_k)
+    gave_up = ", ".join(f"{share:.0%} at batch size {size}" for size, share in lost if share >= 0.005) or "nothing"
+    return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(
+        f"{why_not}: K = {k} is the best single K over {measured}; against a K per batch size "
+        f"({', '.join(f'{level.best_k} at {level.batch_size}' for level in levels)}) it gives up {gave_up}"))
+
+
+def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:
+    text = ", ".join(f"K = {k} at {first}-{last}" if first != last else f"K = {k} at {first}"
+                     for first, last, k in ranges)
+    if any(k == 0 for _, _, k in ranges):
+        text += (f" (K = 0: no K beats the target alone there; {k_per_batch_size_table().k_zero})")
+    return text + _unmeasured_tail(levels, max_num_seqs)
+
+
+def _unmeasured_tail(levels: list[LevelChoice], max_num_seqs: int) -> str:
+    last = levels[-1].batch_size
+    if last >= max_num_seqs:
+        return ""
+    return f"; batch sizes {last + 1}-{max_num_seqs} were not measured and keep the K of {last}"

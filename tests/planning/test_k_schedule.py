@@ -1,0 +1,205 @@
+"""A K per batch size in the launch plan: from a load test (a bench result at several concurrency levels with a
+baseline), checked by the release's own schedule validator; one K where the release takes one; the load tests
+it turns away."""
+
+import json
+
+import pytest
+
+from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
+from specdraft.planning import LaunchRequest, build_launch_plan
+from specdraft.planning._k_schedule import decide_k_schedule, read_load_test
+from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.errors import UserError
+from tests.planning.conftest import dynamic_sd_utils
+
+TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
+MAX_TOKENS = 256
+
+
+def level(concurrency: int, decode: float, acceptance: tuple[float, ...] | None) -> LevelResult:
+    """A level as bench saves it; ``acceptance`` None for the baseline (no speculation)."""
+    spec = None
+    if acceptance is not None:
+        drafts = 1000.0
+        accepted = tuple(round(a * drafts) for a in acceptance)
+        spec = SpecDecodeCounters(drafts, drafts * len(acceptance), sum(accepted), accepted)
+    e2e = Summary(*[MAX_TOKENS / decode] * 5)
+    requests = 4 * concurrency
+    return LevelResult(concurrency, requests, requests * MAX_TOKENS, 10.0, decode * concurrency, decode, None, e2e,
+                       e2e, spec, warmup_requests=concurrency, duration_s=10.0, mean_in_flight=concurrency * 0.99)
+
+
+# acceptance falls a little as the batch grows; the speedup at the server's K = 4 falls a lot (the target's
+# verification of 5 tokens per sequence stops being free), and at 16 speculation loses
+ACCEPTANCE = (0.80, 0.62, 0.48, 0.37)
+SPEEDUP = {1: 2.2, 2: 1.9, 4: 1.5, 8: 1.1, 16: 0.55}
+TARGET_ALONE = {1: 40.0, 2: 39.0, 4: 38.0, 8: 35.0, 16: 30.0}
+
+
+def load_test(tmp_path, *, speedups=SPEEDUP, baseline=True, speculative=True, name="load.json") -> str:
+    levels = tuple(level(n, TARGET_ALONE[n] * s, ACCEPTANCE if speculative else None) for n, s in speedups.items())
+    result = BenchResult("http://spec", "m", MAX_TOKENS, 0.0, "built-in", 8, levels, speculative)
+    if baseline:
+        base = tuple(level(n, TARGET_ALONE[n], None) for n in speedups)
+        result = result.with_baseline(BenchResult("http://target", "m", MAX_TOKENS, 0.0, "built-in", 8, base, False))
+    path = tmp_path / name
+    result.save(path)
+    return str(path)
+
+
+def vllm_lookup(tree, schedule, max_num_seqs, k):
+    """The release's own expansion of a schedule into K per batch size (its validator runs first)."""
+    return dynamic_sd_utils(tree)["build_dynamic_sd_schedule_lookup"](schedule, max_num_seqs, k)
+
+
+def test_a_hand_worked_level_reproduces_its_measured_speedup_and_picks_its_k(tmp_path):
+    # one position at 0.5 measured at K = 1 with a 1.2x speedup: E = 1.5, so a step costs 1.25 target steps,
+    # c = 0.25; K = 2 (a_2 = 0.25 by the geometric fit) predicts 1.75 / 1.5 = 1.17x: K = 1 stays best
+    path = tmp_path / "one.json"
+    spec = BenchResult("http://spec", "m", 64, 0.0, "built-in", 8, (level(1, 48.0, (0.5,)),), True)
+    spec.with_baseline(BenchResult("http://t", "m", 64, 0.0, "built-in", 8, (level(1, 40.0, None),), False)).save(path)
+    decision = decide_k_schedule(read_load_test(path, 1), max_num_seqs=1, version="0.26.0", method="draft_model",
+                                 plan_k=4, k_given=False, extra_args=[])
+    (choice,) = decision.levels
+    assert choice.cost_ratio == pytest.approx(0.25)
+    assert choice.predicted[:2] == pytest.approx((1.2, 1.75 / 1.5))
+    assert (decision.outcome, decision.k, decision.schedule) == ("same-k", 1, None)
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.26.0", "0.33.0"])
+def test_a_release_with_a_schedule_gets_one_that_its_own_validator_expands_to_each_levels_best_k(
+        tmp_path, release, version):
+    tree = release(version)
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=tree, max_num_seqs=32,
+                                           from_bench=load_test(tmp_path)))
+    decision = plan.k_schedule
+    assert decision.outcome == "schedule"
+    config = json.loads(plan.serve.flag("--speculative-config").value)
+    schedule = config["num_speculative_tokens_per_batch_size"]
+    assert config["num_speculative_tokens"] == max(k for _, _, k in schedule) == decision.k
+    lookup = vllm_lookup(tree, schedule, 32, config["num_speculative_tokens"])
+    best = {choice.batch_size: choice.best_k for choice in decision.levels}
+    assert [lookup[n] for n in best] == list(best.values())
+    assert lookup[17:] == [best[16]] * 16  # past the last measured level, its K
+    assert best[16] == 0 and best[1] >= best[4] >= best[8] > 0  # speculation loses at 16, K shrinks with the batch
+    for choice in decision.levels:  # the model reproduces each level's measured speedup at the server's K
+        assert choice.speedup_at(choice.measured_k) == pytest.approx(choice.measured_speedup)
+    assert "K = 0: no K beats the target alone there; the drafter still runs" in decision.reason
+    assert "batch sizes 17-32 were not measured and keep the K of 16" in decision.reason
+    assert plan.to_json_dict()["k_schedule"]["schedule"] == [list(r) for r in decision.schedule]
+
+
+@pytest.mark.parametrize("version", ["0.19.0", "0.23.0"])
+def test_a_release_without_a_schedule_gets_the_best_single_k_and_is_told_what_it_loses(tmp_path, release, version):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
+                                           from_bench=load_test(tmp_path)))
+    decision = plan.k_schedule
+    config = json.loads(plan.serve.flag("--speculative-config").value)
+    assert decision.outcome == "single-k" and "num_speculative_tokens_per_batch_size" not in config
+    assert config["num_speculative_tokens"] == decision.k
+    # the chosen K has the best geometric mean over the measured levels among every K
+    def mean_log(k):
+        import math
+        return sum(math.log(choice.speedup_at(k)) for choice in decision.levels)
+    assert all(mean_log(decision.k) >= mean_log(k) - 1e-9 for k in range(1, 9))
+    lost = dict(decision.lost)
+    assert lost[16] > 0.1 and min(lost.values()) >= 0
+    assert decision.reason.startswith(f"vLLM {version} takes one K for every batch size")
+    assert f"{lost[16]:.0%} at batch size 16" in decision.reason
+    finding = {f.check: f for f in plan.findings}["k-per-batch-size"]
+    assert finding.level == "info" and finding.message == decision.reason
+
+
+def test_a_given_k_caps_the_schedule(tmp_path, release):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0"), max_num_seqs=16,
+                                           num_speculative_tokens=2, from_bench=load_test(tmp_path)))
+    schedule = plan.speculative.num_speculative_tokens_per_batch_size
+    assert max(k for _, _, k in schedule) <= 2 == plan.speculative.num_speculative_tokens
+
+
+def test_where_no_k_pays_at_any_batch_size_the_plan_keeps_its_k_and_warns(tmp_path, release):
+    losing = {1: 0.45, 4: 0.4}
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0"), max_num_seqs=4,
+                                           from_bench=load_test(tmp_path, speedups=losing)))
+    assert plan.k_schedule.outcome == "loses" and plan.speculative.num_speculative_tokens_per_batch_size is None
+    finding = {f.check: f for f in plan.findings}["k-per-batch-size"]
+    assert finding.level == "warning" and "serving the target without a draft is faster" in finding.message
+
+
+def test_without_a_load_test_several_sequences_get_one_k_and_the_way_to_measure_more(release):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0"), max_num_seqs=8))
+    assert plan.k_schedule.outcome == "unmeasured"
+    assert "--concurrency 1,2,4,...,8 with --compare TARGET_ALONE_URL" in plan.k_schedule.reason
+    one = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0")))
+    assert one.k_schedule.outcome == "one-sequence" and "k-per-batch-size" not in {f.check for f in one.findings}
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(baseline=False), "has no baseline: a K per batch size needs the speedup at each level"),
+    (dict(speculative=False), "is a run without speculative decoding: it has no acceptance"),
+    (dict(speedups={32: 1.5}), "measured concurrency 32, none at or below --max-num-seqs 16"),
+    (dict(speedups={1: 9.0}), "the measured speedup 9.00x exceeds the mean acceptance length 3.27"),
+])
+def test_load_tests_that_cannot_give_a_schedule_are_turned_away(tmp_path, change, message):
+    TARGET_ALONE.setdefault(32, 20.0)
+    path = load_test(tmp_path, **change)
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        read_load_test(path, 16)
+
+
+def test_a_level_without_acceptance_counters_is_turned_away(tmp_path):
+    path = tmp_path / "old.json"
+    data = json.loads(open(load_test(tmp_path)).read())
+    data["levels"][1]["spec_decode"] = None
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match="at concurrency 2 has no acceptance counters"):
+        read_load_test(path, 16)
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ([], "must not be empty"),
+    ([(2, 8, 1)], "the first range must start at batch size 1"),
+    ([(1, 4, 2), (4, 8, 1)], "ranges must be sorted and must not overlap"),
+    ([(1, 8, 5)], r"K = 5 must be in \[0, num_speculative_tokens = 4\]"),
+    ([(1, 0, 1)], r"\(1, 0, 1\) is not a range of batch sizes >= 1"),
+])
+def test_a_schedule_vllm_would_refuse_or_silently_change_is_refused(schedule, message):
+    with pytest.raises(ValueError, match=message):
+        SpeculativeConfig(model=DRAFT, num_speculative_tokens=4, num_speculative_tokens_per_batch_size=schedule)
+
+
+@pytest.mark.parametrize("version, outcome", [("0.25.0", "schedule"), ("0.26.0", "single-k"), ("0.33.0", "single-k")])
+def test_data_parallelism_gets_one_k_where_the_release_drops_the_schedule(tmp_path, release, version, outcome):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
+                                           from_bench=load_test(tmp_path), extra_args=["--data-parallel-size", "2"]))
+    assert plan.k_schedule.outcome == outcome
+    if outcome == "single-k":
+        assert plan.k_schedule.reason.startswith(f"vLLM {version} drops the schedule with data parallelism")
+
+
+def test_the_schedule_says_what_it_does_to_cuda_graphs(tmp_path, release):
+    plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0"), max_num_seqs=16,
+                                           from_bench=load_test(tmp_path)))
+    assert plan.k_schedule.reason.endswith("; with a schedule, the V1 model runner turns full CUDA graphs into "
+                                           "PIECEWISE; Model Runner V2 keeps them")
+    assert plan.serve.flag("--speculative-config").reason.endswith(plan.k_schedule.reason)
+
+
+def test_the_readme_command_runs_on_a_load_test(tmp_path, monkeypatch, capsys):
+    import shlex
+    from pathlib import Path
+
+    from specdraft.cli import main
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().replace("\\\n", " ")
+    (line,) = [line for line in readme.splitlines() if line.startswith("python -m specdraft launch")
+               and "--from-bench" in line]
+    argv = shlex.split(line)[3:]
+    monkeypatch.chdir(tmp_path)
+    load_test(tmp_path, name=argv[argv.index("--from-bench") + 1])
+    monkeypatch.setenv("PATH", "/nonexistent")  # no vLLM here: the release is unknown, so one K
+    assert main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["k_schedule"]["outcome"] == "single-k"
+    assert plan["k_schedule"]["reason"].startswith("the vLLM version is unknown to specdraft's K-per-batch-size table")
