@@ -36,9 +36,22 @@ _ASSISTANT_K = {"dgx-spark": DefaultK(k=4, reason="the published recipes' N for 
                                                   "for E4B/26B, 4-8 for 31B); not measured by specdraft"),
                 "h100": _HOPPER_ASSISTANT_K, "h200": _HOPPER_ASSISTANT_K}
 
+# Beside a MoE target (26B-A4B: ~4 ms per token on an H200) a drafted token's host time is no longer hidden:
+# measured on an H200 with vLLM 0.26.0 (docs/gpu/README.md section 6), the MTP assistant was fastest at K = 4
+# (1.67x at alpha 0.85, 1.34x at 0.70; K = 8 near break-even) and the E2B draft lost at every K (best K = 1).
+_HOPPER_MOE_K = {
+    True: DefaultK(k=4, reason="the fastest K measured on an H200 for the 26B-A4B's MTP assistant at alpha 0.70 and "
+                               "0.85 (vLLM 0.26.0, docs/gpu/README.md section 6)"),
+    False: DefaultK(k=1, reason="the least bad K measured on an H200 for an E2B draft beside the 26B-A4B: every K lost "
+                                "to the target alone (0.62x at K = 1; docs/gpu/README.md section 6)"),
+}
 
-def default_num_speculative_tokens(profile: str, assistant: bool = False) -> DefaultK:
-    """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant."""
+
+def default_num_speculative_tokens(profile: str, assistant: bool = False, moe_target: bool = False) -> DefaultK:
+    """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant,
+    beside a dense or a mixture-of-experts target (measured for the latter on Hopper only)."""
+    if moe_target and profile in ("h100", "h200"):
+        return _HOPPER_MOE_K[assistant]
     table = _ASSISTANT_K if assistant else _DRAFT_MODEL_K
     return table.get(profile, table["dgx-spark"])
 
@@ -81,13 +94,14 @@ def choose_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None
     return None, ""
 
 
-def choose_speculative(request: LaunchRequest, draft: Checkpoint) -> SpeculativeChoice:
+def choose_speculative(request: LaunchRequest, draft: Checkpoint, target: Checkpoint | None = None) -> SpeculativeChoice:
     """Method, K, draft TP, quantization and revision for ``--speculative-config``."""
     method, why = choose_method(request, draft)
     if request.num_speculative_tokens:
         k, k_reason = request.num_speculative_tokens, "given"
     else:
-        default = default_num_speculative_tokens(request.profile, draft.is_assistant)
+        moe_target = target is not None and bool(target.text_config.get("enable_moe_block"))
+        default = default_num_speculative_tokens(request.profile, draft.is_assistant, moe_target)
         k, k_reason = default.k, default.reason
     config = SpeculativeConfig(
         method=method,

@@ -55,3 +55,17 @@ def test_a_per_expert_target_needs_the_prefix_hotfix_on_a_pending_release(tmp_pa
         assert finding.level == "error" and f"{PREFIX} pending" in finding.message
     else:  # the MTP hotfix is fixed upstream in 0.33.0, and nothing else is needed
         assert finding.level == "ok", finding.message
+
+
+@pytest.mark.parametrize("draft, k", [(ASSISTANT, 4), ("google/gemma-4-E2B-it", 1)])
+def test_hopper_default_k_beside_a_moe_target_is_the_measured_one(draft, k):
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-26B-A4B-it", draft=draft, profile="h200"))
+    assert plan.speculative.num_speculative_tokens == k
+    flag = plan.serve.flag("--speculative-config")
+    assert f"{k} draft tokens per step (" in flag.reason and "26B-A4B" in flag.reason and "section 6" in flag.reason
+
+
+def test_a_dense_target_keeps_its_own_default_k():
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=ASSISTANT.replace("26B-A4B", "31B"),
+                                           profile="h200"))
+    assert plan.speculative.num_speculative_tokens == 8
