@@ -66,6 +66,7 @@ from specdraft.bench._tuner import (
     predict_speedup,
     recommend,
     recommend_schedule,
+    schedule_ranges,
     step_cost,
     validate_acceptance,
 )
@@ -79,7 +80,7 @@ __all__ = [
     "fit_step_costs", "footprint_of", "host_cost_from_ms", "host_cost_named", "HostCost", "known_host_costs",
     "KnownHostCost", "known_host_cost", "KPrediction", "LevelResult", "MeasuredRun", "load_prompts", "load_result",
     "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
-    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio",
+    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio", "schedule_ranges",
     "Recommendation", "RequestTiming", "resolve_tune_inputs", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
     "speculative_step_ms", "Speedup", "step_cost", "step_ms", "Sourced", "StepCostFit", "Summary", "tune", "TuneInputs", "TuneReport",
     "TuneRequest", "validate_acceptance", "WherePays", "where_speculation_pays",

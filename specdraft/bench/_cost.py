@@ -22,7 +22,7 @@ from typing import Mapping
 
 from specdraft.errors import UserError
 from specdraft.families import FAMILIES, family_with_layer_formula, rules_for
-from specdraft.planning import inspect_checkpoint
+from specdraft.checkpoints import inspect_checkpoint
 
 BYTES_PER_PARAM: dict[str, float] = {
     "bf16": 2.0,

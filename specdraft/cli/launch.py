@@ -1,6 +1,6 @@
 """``specdraft launch``: preflight a draft/target pair, then replace this process with ``vllm serve``.
 
-    specdraft launch --target T --draft D [--profile dgx-spark|h100|h200] [--dry-run] [--json]
+    specdraft launch --target T [--draft D] [--method auto|...] [--profile dgx-spark|h100|h200] [--dry-run] [--json]
                      [--print] [--docker] [-- extra vllm serve args]
     specdraft launch --demo
 
@@ -27,6 +27,8 @@ from specdraft.planning import CliOption, LaunchRequest, describe_validation_err
 EPILOG = """examples:
   specdraft launch --target LilaRest/gemma-4-31B-it-NVFP4-turbo --draft mikeytag/gemma-4-E2B-it-NVFP4 --dry-run
   specdraft launch --target T --draft D --profile h100 --print -- --port 8001
+  specdraft launch --target google/gemma-4-31B-it --draft google/gemma-4-31B-it-assistant --method auto --dry-run
+  specdraft launch --target T --method ngram_gpu --prompt-lookup-max 4 --dry-run
   specdraft launch --demo"""
 
 
@@ -94,9 +96,9 @@ def register(subparsers, name: str, help_text: str) -> None:
 
 def _request(args: argparse.Namespace) -> LaunchRequest:
     fields = {name: getattr(args, name) for name in LaunchRequest.model_fields if hasattr(args, name)}
-    if not fields.get("target") or not fields.get("draft"):
-        raise UserError("launch needs --target and --draft",
-                        hint="specdraft launch --target T --draft D --dry-run  (or specdraft launch --demo)")
+    if not fields.get("target"):
+        raise UserError("launch needs --target",
+                        hint="specdraft launch --target T [--draft D] --dry-run  (or specdraft launch --demo)")
     try:
         return LaunchRequest(**fields)
     except ValidationError as err:

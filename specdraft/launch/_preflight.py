@@ -39,7 +39,12 @@ def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
 def render_report(plan: LaunchPlan) -> str:
     """The preflight report: checks, memory, then every flag with its reason and the command."""
     request = plan.request
-    lines = [f"specdraft launch: {request.target} + draft {request.draft} on {request.profile}", "", "Checks"]
+    method = plan.speculative.method or "draft_model"
+    proposer = f"draft {plan.speculative.model}" if plan.speculative.model else f"method {method}"
+    lines = [f"specdraft launch: {request.target} + {proposer} on {request.profile}", ""]
+    if plan.method_ranking is not None:
+        lines += ["Methods (--method auto, fastest first)", *("  " + line for line in plan.method_ranking.lines()), ""]
+    lines.append("Checks")
     width = max(len(f.check) for f in plan.findings)
     for finding in plan.findings:
         lines.append(f"  {_MARK[finding.level]:<5}  {finding.check:<{width}}  {finding.message}")

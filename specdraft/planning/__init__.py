@@ -11,7 +11,8 @@ check a plan step by step.
 
 from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
-from specdraft.planning._checkpoint import Checkpoint, LayerKV, Quantization, inspect_checkpoint
+from specdraft.checkpoints import Checkpoint, Quantization, inspect_checkpoint
+from specdraft.families import LayerKV
 from specdraft.planning._checks import PairFacts, check_pair, needs_hybrid_manager_disabled
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts

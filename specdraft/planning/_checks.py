@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.patching import Status, Trait
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import HotfixMode
-from specdraft.planning._shape_facts import shipped_assistants
+from specdraft.checkpoints import shipped_assistants
 from specdraft.planning._vllm_install import VllmFacts
 from specdraft.findings import Finding
 from specdraft.quantization import check_quantization as check_checkpoint_quantization

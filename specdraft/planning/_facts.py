@@ -6,14 +6,18 @@ hotfix status, the ``--from-bench`` result); the decisions and checks after it a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._checkpoint import Checkpoint, inspect_checkpoint
+from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
+from specdraft.planning._method_ranking import MethodRanking, rank_methods
 from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
+from specdraft.planning._speculators import speculator_from_name, speculator_of
 from specdraft.planning._speculative_choice import choose_method
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
 
@@ -25,27 +29,65 @@ class LaunchFacts(BaseModel):
 
     request: LaunchRequest
     target: Checkpoint
-    draft: Checkpoint
+    draft: Checkpoint | None
+    """None for a method without a draft checkpoint (asked for, or the one ``--method auto`` chose)."""
     vllm: VllmFacts
+    ranking: MethodRanking | None = None
+    """``--method auto``'s ranking of the candidate methods."""
     load_test: LoadTest | None = None
     """``--from-bench``: what a load test measured per concurrency level."""
 
 
-def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint) -> str | None:
+def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None) -> str | None:
     """Why the pair needs the hybrid KV cache manager off (None: it does not)."""
+    # a speculator (EAGLE-3, DFlash) keeps its own KV cache: nothing of the target's is shared
+    if draft is None or speculator_of(draft) is not None:
+        return None
     if not draft.is_known:
         return "the draft is unknown, so KV sharing cannot be ruled out"
     return needs_hybrid_manager_disabled(target, draft)
 
 
-def gather_facts(request: LaunchRequest) -> LaunchFacts:
-    """Read both checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix)."""
-    target = inspect_checkpoint(request.target, revision=request.revision)
+def measured_acceptance(request: LaunchRequest) -> dict[str, tuple[float, ...]]:
+    """``--acceptance-from METHOD=RESULT.json``: that method's per-position acceptance, measured by bench."""
+    if request.acceptance_from is None:
+        return {}
+    from specdraft.bench import acceptance_from_result, load_result
+
+    method, path = request.acceptance_from.split("=", 1)
+    return {method: acceptance_from_result(load_result(Path(path)))}
+
+
+def _inspect_draft(request: LaunchRequest) -> Checkpoint | None:
+    """The draft's facts; a speculator not on this machine stays unknown (no shape facts ship for speculators,
+    and the Gemma 4 size in its name is its verifier's, not its own)."""
+    if request.draft is None:
+        return None
     draft = inspect_checkpoint(request.draft, revision=request.draft_revision)
-    traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
-                            or HYBRID_FLAG in request.extra_args,
-                            method=choose_method(request, draft)[0] or "draft_model",
-                            moe_per_expert_weights=stores_experts_apart(target))
-    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
+    if draft.source == "shape-facts" and speculator_from_name(draft.ref) is not None:
+        return Checkpoint(ref=draft.ref, source="unknown", path=None, config={},
+                          notes=(f"{draft.ref} is a speculators checkpoint that is not on this machine; "
+                                 "specdraft ships no shape facts for speculators",))
+    return draft
+
+
+def gather_facts(request: LaunchRequest) -> LaunchFacts:
+    """Read the checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix, or
+    where ``--method auto`` has yet to choose), then rank the methods when asked to."""
+    target = inspect_checkpoint(request.target, revision=request.revision)
+    draft = _inspect_draft(request)
     load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
-    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
+    if not request.ranks_methods:
+        traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
+                                or HYBRID_FLAG in request.extra_args,
+                                method=choose_method(request, draft)[0] or "draft_model",
+                                moe_per_expert_weights=stores_experts_apart(target))
+        vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
+        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
+    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)
+    ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
+                           thinking=request.enable_thinking, measured=measured_acceptance(request),
+                           vllm_root=vllm.root)
+    if ranking.ranked and ranking.ranked[0].draft is None:
+        draft = None
+    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test)

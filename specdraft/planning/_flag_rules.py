@@ -46,7 +46,8 @@ def tensor_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
     choice = decided.speculative
     config = choice.config
-    reason = (f"{config.num_speculative_tokens} draft tokens per step ({choice.k_reason}) from {facts.request.draft}"
+    source = config.model or f"the {choice.resolved_method} proposer (no draft checkpoint)"
+    reason = (f"{config.num_speculative_tokens} draft tokens per step ({choice.k_reason}) from {source}"
               + (f", quantization {config.quantization}" if config.quantization else "")
               + (f"; method set because {choice.method_reason}" if choice.method_reason else "")
               + (f"; {decided.k_schedule.reason}" if decided.k_schedule.k is not None else ""))
@@ -112,7 +113,7 @@ def async_scheduling(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None
 def trust_remote_code(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     """Only a checkpoint that ships its own model code (an ``auto_map`` in config.json) needs it; a family vLLM
     and transformers implement (Gemma 4) runs on their own classes, and the flag would let any code in the repo run."""
-    shipping = [c.ref for c in (facts.target, facts.draft) if c.config.get("auto_map")]
+    shipping = [c.ref for c in (facts.target, facts.draft) if c is not None and c.config.get("auto_map")]
     if not shipping:
         return None
     return ServeFlag(name="--trust-remote-code",

@@ -90,7 +90,7 @@ class KScheduleDecision(BaseModel):
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
     """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
-    from specdraft.bench._results import load_result  # here: specdraft.bench loads its HTTP client
+    from specdraft.bench import load_result  # here: specdraft.bench loads its HTTP client
 
     result = load_result(path)
     again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
@@ -131,7 +131,7 @@ def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
 
 def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
     """The best K at one measured batch size by tune's model with this level's c."""
-    from specdraft.bench._tuner import recommend  # here: specdraft.bench loads its HTTP client
+    from specdraft.bench import recommend  # here: specdraft.bench loads its HTTP client
 
     k = level.server_k
     cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
@@ -189,7 +189,7 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: the measured step costs are for one sequence, "
                    f"so tune's model gives no other K per batch size; to plan one, bench the server at --concurrency "
                    f"1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the result as --from-bench")
-    from specdraft.bench._tuner import schedule_ranges  # here: specdraft.bench loads its HTTP client
+    from specdraft.bench import schedule_ranges  # here: specdraft.bench loads its HTTP client
 
     max_k = plan_k if k_given else MAX_K
     levels = [choose_level(level, max_k) for level in sorted(load.levels, key=lambda level: level.batch_size)]

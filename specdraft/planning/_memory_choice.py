@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._memory import PROFILES, MemoryPlan, plan_memory
 from specdraft.planning._request import DEFAULT_MAX_MODEL_LEN, LaunchRequest
 
@@ -34,13 +34,13 @@ def _utilization(request: LaunchRequest) -> tuple[float, str]:
     return profile.gpu_memory_utilization, f"{request.profile}: {profile.utilization_reason}"
 
 
-def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint, *, hybrid_kv_cache_manager: bool,
+def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint | None, *, hybrid_kv_cache_manager: bool,
                   draft_tensor_parallel_size: int) -> MemoryChoice:
     """The context length and utilization for the pair on ``request.profile``."""
     utilization, utilization_reason = _utilization(request)
 
     def memory_at(tokens: int) -> MemoryPlan:
-        return plan_memory(target, draft if draft.is_known else None, PROFILES[request.profile], max_model_len=tokens,
+        return plan_memory(target, draft if draft is not None and draft.is_known else None, PROFILES[request.profile], max_model_len=tokens,
                            gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
                            max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
                            tensor_parallel_size=request.tensor_parallel_size,
@@ -50,7 +50,7 @@ def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint,
     if request.max_model_len is not None:
         return MemoryChoice(**chosen, max_model_len=request.max_model_len, max_model_len_reason="given",
                             plan=memory_at(request.max_model_len))
-    limits = [c.max_position_embeddings for c in (target, draft) if c.max_position_embeddings]
+    limits = [c.max_position_embeddings for c in (target, draft) if c is not None and c.max_position_embeddings]
     wanted = min([DEFAULT_MAX_MODEL_LEN, *limits])
     memory = memory_at(wanted)
     if memory.fits or memory.max_context_that_fits <= 0:

@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
 _PER_EXPERT = re.compile(r"\.experts\.\d+\.")

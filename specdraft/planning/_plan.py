@@ -12,18 +12,20 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, PairFacts, check_pair
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts
 from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
+from specdraft.planning._method_ranking import MethodRanking
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._serve_checks import allow_leaky_template, plan_findings, shape_serve_flags
 from specdraft.planning._serve_plan import ServePlan
 from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.planning._template_choice import TemplateChoice
+from specdraft.planning._method_verdicts import method_verdicts
 from specdraft.planning._verdicts import plan_verdicts
 from specdraft.planning._vllm_install import VllmFacts
 
@@ -45,8 +47,10 @@ class LaunchPlan(BaseModel):
     """Weights and KV cache against the profile's GPU."""
     target: Checkpoint
     """The target checkpoint's facts."""
-    draft: Checkpoint
-    """The draft checkpoint's facts."""
+    draft: Checkpoint | None
+    """The draft checkpoint's facts (None: the method uses none)."""
+    method_ranking: MethodRanking | None = None
+    """``--method auto``'s ranking, fastest first, and what it turned away."""
     vllm: VllmFacts
     """The serving vLLM: python, version, distribution, package root, hotfix reports."""
     template: TemplateChoice
@@ -74,7 +78,8 @@ class LaunchPlan(BaseModel):
             "findings": [finding.model_dump() for finding in self.findings],
             "memory": self.memory.model_dump() if self.memory else None,
             "target": self.target.summary(),
-            "draft": self.draft.summary(),
+            "draft": self.draft.summary() if self.draft else None,
+            "method_ranking": self.method_ranking.model_dump() if self.method_ranking else None,
             "vllm": self.vllm.summary(),
             "template": self.template.summary(),
             "async_scheduling": self.async_scheduling.model_dump(),
@@ -109,10 +114,10 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     findings = allow_leaky_template(check_pair(_pair_facts(facts, decided, serve)) + flag_findings
-                                    + plan_verdicts(facts, decided), facts, decided)
+                                    + plan_verdicts(facts, decided) + method_verdicts(facts, decided), facts, decided)
     return LaunchPlan(
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
-        target=facts.target, draft=facts.draft, vllm=facts.vllm, template=decided.template,
-        async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
+        target=facts.target, draft=facts.draft, method_ranking=facts.ranking, vllm=facts.vllm,
+        template=decided.template, async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
     )

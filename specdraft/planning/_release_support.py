@@ -11,7 +11,14 @@ Four facts per release, each from one place in the tree (vLLM is never imported)
 - ``kv_cache_dtypes``: the ``CacheDType`` literal of ``vllm/config/cache.py`` (``--kv-cache-dtype`` choices);
 - ``cudagraph_capture_ceiling``: the default largest CUDA-graph batch in tokens (``min(max_num_seqs *
   decode_query_len * 2, N)`` in ``VllmConfig._set_cudagraph_sizes``, the non-Blackwell ``N``); a decode step of
-  ``num_speculative_tokens + 1`` tokens above it is refused ("No valid cudagraph sizes after rounding").
+  ``num_speculative_tokens + 1`` tokens above it is refused ("No valid cudagraph sizes after rounding");
+- ``speculators_types``: the ``speculators_model_type`` values vLLM loads (``@register_speculator(...)`` in
+  ``vllm/transformers_utils/configs/speculators/algos.py``): which speculators-format checkpoints it serves;
+- ``gemma4_eagle3_architectures``: the Gemma 4 model classes that implement ``SupportsEagle3`` (bases in
+  ``vllm/model_executor/models/gemma4*.py``): only they give EAGLE-3 and DFlash drafters the target's hidden
+  states ("Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested" otherwise);
+- ``method_options``: per method without a draft checkpoint, the ``SpeculativeConfig`` fields that tune it
+  (``prompt_lookup_*`` for ``ngram`` / ``ngram_gpu``, ``suffix_decoding_*`` for ``suffix``).
 
 The shipped table ``data/release_support.json`` holds these per release 0.19.0-0.33.0 (its rules:
 ``python -m specdraft.planning._release_support VERSION=TREE ...`` prints them for unpacked release trees);
@@ -43,6 +50,13 @@ class ReleaseSupport(BaseModel):
     gemma4_architectures: tuple[str, ...]
     kv_cache_dtypes: tuple[str, ...]
     cudagraph_capture_ceiling: int | None
+    speculators_types: tuple[str, ...]
+    gemma4_eagle3_architectures: tuple[str, ...]
+    method_options: dict[str, tuple[str, ...]]
+
+
+# The SpeculativeConfig fields that belong to a method without a draft checkpoint, by name prefix.
+METHOD_OPTION_PREFIXES = {"ngram": "prompt_lookup_", "ngram_gpu": "prompt_lookup_", "suffix": "suffix_decoding_"}
 
 
 def _literal_aliases(tree: ast.Module) -> dict[str, ast.expr]:
@@ -107,6 +121,29 @@ def _cudagraph_ceiling(tree: ast.Module) -> int | None:
     return None
 
 
+def _registered_speculators(tree: ast.Module) -> list[str]:
+    """The names of ``@register_speculator("name")`` decorators."""
+    return [decorator.args[0].value for node in tree.body if isinstance(node, ast.FunctionDef)
+            for decorator in node.decorator_list
+            if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "register_speculator"
+            and decorator.args and isinstance(decorator.args[0], ast.Constant)]
+
+
+def _eagle3_classes(trees: list[ast.Module]) -> set[str]:
+    """The classes of ``trees`` that list ``SupportsEagle3`` among their bases."""
+    return {node.name for tree in trees for node in tree.body if isinstance(node, ast.ClassDef)
+            and any(ast.unparse(base).endswith("SupportsEagle3") for base in node.bases)}
+
+
+def _method_options(speculative: ast.Module, methods: set[str]) -> dict[str, tuple[str, ...]]:
+    """``SpeculativeConfig``'s annotated fields with each draft-less method's prefix."""
+    fields = [node.target.id for cls in speculative.body if isinstance(cls, ast.ClassDef)
+              and cls.name == "SpeculativeConfig" for node in cls.body
+              if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
+    return {method: tuple(f for f in fields if f.startswith(prefix))
+            for method, prefix in METHOD_OPTION_PREFIXES.items() if method in methods}
+
+
 def read_release_support(vllm_root: Path) -> ReleaseSupport | None:
     """The facts of the vLLM source tree at ``vllm_root`` (package dir or site-packages); None if unreadable."""
     package = _package_dir(Path(vllm_root))
@@ -114,18 +151,24 @@ def read_release_support(vllm_root: Path) -> ReleaseSupport | None:
     registry = _parse(package / "model_executor" / "models" / "registry.py")
     cache = _parse(package / "config" / "cache.py")
     config = _parse(package / "config" / "vllm.py")
-    if speculative is None or registry is None or cache is None or config is None:
+    speculators = _parse(package / "transformers_utils" / "configs" / "speculators" / "algos.py")
+    models = [_parse(path) for path in sorted((package / "model_executor" / "models").glob("gemma4*.py"))]
+    if None in (speculative, registry, cache, config, speculators) or None in models:
         return None
     aliases = _literal_aliases(speculative)
     mtp_types = _expand_literal("MTPModelTypes", aliases)
+    methods = {m for m in _expand_literal("SpeculativeMethod", aliases) if not m.endswith("_mtp")}
+    architectures = _gemma4_architectures(registry)
     return ReleaseSupport(
-        speculative_methods=tuple(sorted({m for m in _expand_literal("SpeculativeMethod", aliases)
-                                          if not m.endswith("_mtp")})),
+        speculative_methods=tuple(sorted(methods)),
         gemma4_assistant_model_types=tuple(sorted(set(_assistant_model_types(speculative)))
                                            if GEMMA4_MTP in mtp_types else ()),
-        gemma4_architectures=tuple(_gemma4_architectures(registry)),
+        gemma4_architectures=tuple(architectures),
         kv_cache_dtypes=tuple(_expand_literal("CacheDType", _literal_aliases(cache))),
         cudagraph_capture_ceiling=_cudagraph_ceiling(config),
+        speculators_types=tuple(sorted(set(_registered_speculators(speculators)))),
+        gemma4_eagle3_architectures=tuple(a for a in architectures if a in _eagle3_classes(models)),
+        method_options=_method_options(speculative, methods),
     )
 
 

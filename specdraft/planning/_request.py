@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
-from specdraft.planning._references import reference_problem
+from specdraft.checkpoints import reference_problem
+from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -48,16 +49,27 @@ class LaunchRequest(BaseModel):
 
     target: str
     """Target checkpoint: local directory or Hugging Face repo id."""
-    draft: str
-    """Draft checkpoint: local directory or Hugging Face repo id."""
+    draft: str | None = None
+    """Draft checkpoint (a smaller Gemma 4, an MTP assistant, or an EAGLE-3 / DFlash speculator): local
+    directory or Hugging Face repo id; unset for ngram, ngram_gpu and suffix."""
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
     num_speculative_tokens: Annotated[int | None, CliOption(metavar="K")] = Field(default=None, gt=0)
     """Draft tokens per target step; unset: 4 on dgx-spark, 3 on h100/h200 (measured), 8 for an MTP assistant
     there (measured)."""
-    method: Annotated[SpeculativeMethod | None, CliOption(choices=("draft_model", "mtp"))] = None
-    """Speculative method; unset: detected (mtp for a Gemma 4 assistant, draft_model where vLLM would guess
-    another head from the draft's path)."""
+    method: Annotated[SpeculativeMethod | Literal["auto"] | None, CliOption(choices=(*METHODS, "auto"))] = None
+    """Speculative method; auto ranks every method the target, the draft and the release allow by predicted
+    speedup and takes the fastest; unset: the draft's (mtp for an assistant, eagle3/dflash for a speculator,
+    draft_model otherwise), auto without a draft."""
+    prompt_lookup_min: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
+    """ngram / ngram_gpu: the shortest n-gram matched against the context; unset: vLLM's."""
+    prompt_lookup_max: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
+    """ngram / ngram_gpu: the longest n-gram matched; unset: vLLM's."""
+    suffix_decoding_max_tree_depth: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
+    """suffix: the deepest suffix-tree match; unset: vLLM's."""
+    acceptance_from: Annotated[str | None, CliOption(metavar="METHOD=RESULT.json")] = None
+    """With --method auto: a bench result of your own server of METHOD; its per-position acceptance replaces
+    that method's default."""
     max_model_len: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
     """Context length; unset: 131072, lowered to what fits the profile."""
     gpu_memory_utilization: Annotated[float | None, CliOption(metavar="F")] = Field(default=None, gt=0, le=1)
@@ -102,16 +114,33 @@ class LaunchRequest(BaseModel):
 
     @field_validator("target", "draft")
     @classmethod
-    def _is_a_checkpoint_reference(cls, ref: str) -> str:
-        problem = reference_problem(ref)
+    def _is_a_checkpoint_reference(cls, ref: str | None) -> str | None:
+        problem = reference_problem(ref) if ref is not None else None
         if problem is not None:
             raise ValueError(problem)
         return ref
 
     @field_validator("method")
     @classmethod
-    def _method_uses_the_draft(cls, method: str | None) -> str | None:
-        if method is not None and method not in METHODS_WITH_DRAFT_MODEL:
-            raise ValueError(f"launch pairs a target with a draft checkpoint; method {method!r} uses none "
-                             f"(choose one of {', '.join(sorted(METHODS_WITH_DRAFT_MODEL))})")
+    def _method_is_planned(cls, method: str | None) -> str | None:
+        if method is not None and method != "auto" and method not in METHODS:
+            raise ValueError(f"specdraft does not plan method {method!r} for Gemma 4 (choose one of "
+                             f"{', '.join(METHODS)}, or auto)")
         return method
+
+    @model_validator(mode="after")
+    def _draft_fits_the_method(self) -> "LaunchRequest":
+        if self.method in DRAFTLESS_METHODS and self.draft is not None:
+            raise ValueError(f"draft: method {self.method} uses no draft checkpoint; drop --draft")
+        if self.method in METHODS_WITH_DRAFT_MODEL and self.draft is None:
+            raise ValueError(f"draft: method {self.method} needs a draft checkpoint (--draft)")
+        method, separator, _ = (self.acceptance_from or "").partition("=")
+        if self.acceptance_from is not None and (not separator or method not in METHODS):
+            raise ValueError(f"acceptance_from: give METHOD=RESULT.json with METHOD one of {', '.join(METHODS)}, "
+                             f"got {self.acceptance_from!r}")
+        return self
+
+    @property
+    def ranks_methods(self) -> bool:
+        """Whether the plan ranks the methods: asked for, or the default with no draft to pick one."""
+        return self.method == "auto" or (self.method is None and self.draft is None)

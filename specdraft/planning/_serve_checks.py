@@ -119,7 +119,7 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
                                 message=schedule.reason))
     memory = decided.memory
     findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
-    unweighed = [c.ref for c in (facts.target, facts.draft) if c.is_known and c.weight_bytes is None]
+    unweighed = [c.ref for c in (facts.target, facts.draft) if c is not None and c.is_known and c.weight_bytes is None]
     if unweighed:
         findings.append(Finding(level="warning", check="memory",
                                 message=f"weight size unknown for {', '.join(unweighed)} (no safetensors files, no "

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SpeculativeMethod = Literal["draft_model", "mtp", "ngram", "suffix", "eagle", "eagle3", "dflash", "dspark"]
+SpeculativeMethod = Literal["draft_model", "mtp", "ngram", "ngram_gpu", "suffix", "eagle", "eagle3", "dflash",
+                            "dspark"]
 RejectionSampleMethod = Literal["standard", "synthetic", "block", "strict", "probabilistic"]
 
 # Methods whose proposer is a second checkpoint named by `model`.
@@ -46,6 +47,12 @@ class SpeculativeConfig(BaseModel):
     """Per-position forced acceptance rates, non-increasing, one per speculative token (synthetic only)."""
     synthetic_acceptance_length: float | None = None
     """Forced mean acceptance length in [1, num_speculative_tokens + 1] (synthetic only)."""
+    prompt_lookup_min: int | None = Field(default=None, ge=1)
+    """ngram / ngram_gpu: the shortest n-gram of the context matched against its end."""
+    prompt_lookup_max: int | None = Field(default=None, ge=1)
+    """ngram / ngram_gpu: the longest n-gram matched."""
+    suffix_decoding_max_tree_depth: int | None = Field(default=None, ge=1)
+    """suffix: the deepest suffix-tree match (vLLM's default 24)."""
     num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
     """``[(first, last, K), ...]``: K for the batch sizes first..last (inclusive), vLLM 0.24.0 and later. The
     ranges start at 1 and do not overlap; K = 0 drafts nothing at those sizes; ``num_speculative_tokens`` is
@@ -55,7 +62,7 @@ class SpeculativeConfig(BaseModel):
     def _check_consistency(self) -> "SpeculativeConfig":
         if self.method in METHODS_WITH_DRAFT_MODEL and self.model is None:
             raise ValueError(f"model: method={self.method!r} needs a draft checkpoint in 'model'")
-        if self.method in ("ngram", "suffix") and self.model is not None:
+        if self.method in ("ngram", "ngram_gpu", "suffix") and self.model is not None:
             raise ValueError(f"model: method={self.method!r} uses no draft checkpoint, got model={self.model!r}")
         if self.method is None and self.model is None:
             raise ValueError("model: give a draft checkpoint, or a method that needs none (ngram, suffix)")

@@ -9,10 +9,14 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
-from specdraft.planning._checkpoint import Checkpoint
+from specdraft.checkpoints import Checkpoint
 from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._request import LaunchRequest
+from specdraft.planning._method_ranking import MethodRanking
+from specdraft.planning._methods import DRAFTLESS_METHODS
+from specdraft.planning._release_support import METHOD_OPTION_PREFIXES
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+from specdraft.planning._speculators import speculator_of
 
 
 class DefaultK(BaseModel):
@@ -35,6 +39,12 @@ _HOPPER_ASSISTANT_K = DefaultK(k=8, reason="tune's pick at alpha 0.70 from the a
 _ASSISTANT_K = {"dgx-spark": DefaultK(k=4, reason="the published recipes' N for Gemma 4 MTP assistants (2 for E2B, 4 "
                                                   "for E4B/26B, 4-8 for 31B); not measured by specdraft"),
                 "h100": _HOPPER_ASSISTANT_K, "h200": _HOPPER_ASSISTANT_K}
+
+
+# ngram_gpu was measured at K = 3 on the H100 (docs/gpu/README.md 5.2); ngram and suffix take the same.
+_DRAFTLESS_K = DefaultK(k=3, reason="the K measured for ngram_gpu on an H100 (docs/gpu/README.md 5.2)")
+_OPTION_FIELDS = ("prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max_tree_depth")
+
 
 # Beside a MoE target (26B-A4B: ~4 ms per token on an H200) a drafted token's host time is no longer hidden:
 # measured on an H200 with vLLM 0.26.0 (docs/gpu/README.md section 6), the MTP assistant was fastest at K = 4
@@ -82,33 +92,82 @@ class SpeculativeChoice(BaseModel):
         return self.model_copy(update={"config": config, "k_reason": f"{what} from --from-bench"})
 
 
-def choose_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None, str]:
-    """The method to set and why: the given one, else one where vLLM's detection would go wrong (None: leave
-    it to vLLM, which detects ``draft_model``)."""
-    if request.method is not None:
-        return request.method, ""
+def _draft_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None, str]:
+    """The method a named draft runs as, where vLLM's detection would go wrong (None: leave it to vLLM)."""
+    speculator = speculator_of(draft)
+    if speculator is not None:
+        return speculator.method, f"the draft is a speculators-format {speculator.speculators_type} checkpoint"
     if draft.is_assistant:
         return "mtp", f"the draft is a {rules_for(draft.config).display_name} MTP assistant"
-    if any(marker in request.draft.lower() for marker in AUTODETECT_MARKERS):
+    if any(marker in (request.draft or "").lower() for marker in AUTODETECT_MARKERS):
         return "draft_model", "the draft path would make vLLM guess an EAGLE/DFlash/DSpark head"
     return None, ""
 
 
-def choose_speculative(request: LaunchRequest, draft: Checkpoint, target: Checkpoint | None = None) -> SpeculativeChoice:
-    """Method, K, draft TP, quantization and revision for ``--speculative-config``."""
-    method, why = choose_method(request, draft)
+def choose_method(request: LaunchRequest, draft: Checkpoint | None,
+                  ranking: MethodRanking | None = None) -> tuple[str | None, str]:
+    """The method to set and why: the given one, the ranking's fastest, else the draft's (None: leave it to vLLM,
+    which detects ``draft_model``)."""
+    if request.method not in (None, "auto"):
+        return request.method, ""
+    if ranking is not None and ranking.ranked:
+        best = ranking.ranked[0]
+        return best.method, (f"--method auto: the fastest of {len(ranking.ranked)} candidates, "
+                             f"{best.predicted_speedup:.2f}x predicted at K = {best.k}")
+    if draft is None:
+        return "ngram_gpu", "no draft and no method the ranking could place; the GPU n-gram proposer needs nothing"
+    return _draft_method(request, draft)
+
+
+def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
+               ranking: MethodRanking | None, moe_target: bool = False) -> tuple[int, str]:
+    if ranking is not None and ranking.ranked and ranking.ranked[0].method == method and ranking.ranked[0].k:
+        return ranking.ranked[0].k, "--method auto: tune's pick for this method in the ranking"
+    if method in DRAFTLESS_METHODS:
+        return _DRAFTLESS_K.k, _DRAFTLESS_K.reason
+    speculator = speculator_of(draft) if draft is not None else None
+    if speculator is not None and speculator.speculative_tokens:
+        return speculator.speculative_tokens, "the speculator's own speculative_tokens (speculators_config)"
+    default = default_num_speculative_tokens(request.profile, method != "draft_model",
+                                             moe_target and method in ("draft_model", "mtp"))
+    if method in ("eagle3", "dflash"):
+        return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3 and DFlash drafters run on "
+                           "vLLM's EAGLE proposer like it; not measured for them)")
+    return default.k, default.reason
+
+
+def choose_speculative(request: LaunchRequest, draft: Checkpoint | None,
+                       ranking: MethodRanking | None = None, target: Checkpoint | None = None) -> SpeculativeChoice:
+    """Method, K, draft TP, quantization, revision and the draft-less methods' options for
+    ``--speculative-config``."""
+    method, why = choose_method(request, draft, ranking)
+    resolved = method or "draft_model"
     if request.num_speculative_tokens:
         k, k_reason = request.num_speculative_tokens, "given"
     else:
         moe_target = target is not None and bool(target.text_config.get("enable_moe_block"))
-        default = default_num_speculative_tokens(request.profile, draft.is_assistant, moe_target)
-        k, k_reason = default.k, default.reason
+        k, k_reason = _default_k(request, resolved, draft, ranking, moe_target)
+    uses_draft = resolved not in DRAFTLESS_METHODS and draft is not None
     config = SpeculativeConfig(
         method=method,
-        model=request.draft,
+        model=request.draft if uses_draft else None,
         num_speculative_tokens=k,
-        draft_tensor_parallel_size=request.draft_tensor_parallel_size or request.tensor_parallel_size,
-        quantization=request.draft_quantization or draft.quantization.method,
-        revision=request.draft_revision,
+        draft_tensor_parallel_size=(request.draft_tensor_parallel_size or request.tensor_parallel_size)
+        if uses_draft else None,
+        quantization=(request.draft_quantization or draft.quantization.method) if uses_draft else None,
+        revision=request.draft_revision if uses_draft else None,
+        **method_options(request, resolved),
     )
     return SpeculativeChoice(config=config, method_reason=why, k_reason=k_reason)
+
+
+def given_method_options(request: LaunchRequest) -> dict[str, int]:
+    """The draft-less methods' options the request sets, whichever method they belong to."""
+    return {name: getattr(request, name) for name in _OPTION_FIELDS if getattr(request, name) is not None}
+
+
+def method_options(request: LaunchRequest, method: str) -> dict[str, int]:
+    """The given options that belong to ``method`` (the checks refuse the others)."""
+    prefix = METHOD_OPTION_PREFIXES.get(method)
+    return {name: value for name, value in given_method_options(request).items()
+            if prefix is not None and name.startswith(prefix)}

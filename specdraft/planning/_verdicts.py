@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
-from specdraft.planning._checkpoint import Checkpoint, language_model_parameters
+from specdraft.checkpoints import Checkpoint, language_model_parameters
 from specdraft.planning._memory import PROFILES
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
+from specdraft.planning._speculators import speculator_of
 
 if TYPE_CHECKING:
     from specdraft.planning._decisions import Decisions
@@ -169,21 +170,23 @@ def parameter_count(checkpoint: Checkpoint) -> int | None:
     return checkpoint.language_model_params or language_model_parameters(checkpoint.config)
 
 
-def release_verdicts(target: Checkpoint, draft: Checkpoint, *, method: str, k: int, max_model_len: int,
+def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: str, k: int, max_model_len: int,
                      kv_cache_dtype: str, tensor_parallel_size: int, draft_tensor_parallel_size: int,
                      version: str | None, profile: str, gpus: int) -> list[Finding]:
     """The checks above for one plan, in report order: the pairing, the release, then the values."""
     support = release_support(version)
     known = [family.display_name for family in FAMILIES]
+    # a speculator's family is its verifier's (checked by the speculator checks), not its own config's
+    draft = draft if draft is not None and draft.is_known and speculator_of(draft) is None else None
     findings = [check_family(role, checkpoint.ref, checkpoint.config,
                              checkpoint.family.display_name if checkpoint.family else None, known)
-                for role, checkpoint in (("target", target), ("draft", draft)) if checkpoint.is_known]
-    if target.is_known and draft.is_known and not draft.is_assistant:
+                for role, checkpoint in (("target", target), ("draft", draft)) if checkpoint and checkpoint.is_known]
+    if target.is_known and draft is not None and not draft.is_assistant:
         findings.append(check_draft_size(target.ref, parameter_count(target), draft.ref, parameter_count(draft)))
-    if draft.is_known and draft.is_assistant and target.is_known:
+    if draft is not None and draft.is_assistant and target.is_known:
         findings.append(check_assistant_target(target.ref, target.config, draft.ref, draft.config))
     if version is not None:
-        findings.append(check_release_method(method, draft.model_type if draft.is_known else None,
+        findings.append(check_release_method(method, draft.model_type if draft is not None else None,
                                              target.architectures, support, version))
     findings.append(check_num_speculative_tokens(k, support, version))
     room = check_context_room(max_model_len, k)
@@ -191,7 +194,7 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint, *, method: str, k: i
         findings.append(room)
     findings.append(check_kv_cache_dtype(kv_cache_dtype, support, version))
     findings.append(check_tensor_parallel(tensor_parallel_size, draft_tensor_parallel_size,
-                                          target.config, draft.config if draft.is_known else None, gpus, profile))
+                                          target.config, draft.config if draft is not None else None, gpus, profile))
     return findings
 
 

@@ -307,7 +307,7 @@ def _read_model_config(source: str, models_dir: str | os.PathLike | None) -> dic
     if not path.is_file():
         file_name = source.replace("/", "__") + ".json"
         candidates = [Path(models_dir).expanduser() / file_name] if models_dir else []
-        candidates.append(Path(str(resources.files("specdraft.planning") / "data" / "models" / file_name)))
+        candidates.append(Path(str(resources.files("specdraft.checkpoints") / "data" / "models" / file_name)))
         path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
         if not path.is_file():
             raise UserError(

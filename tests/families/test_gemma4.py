@@ -8,7 +8,7 @@ import pytest
 from specdraft.families import DEFAULT_FAMILY, GEMMA4, family_of, family_with_layer_formula, rules_for
 from specdraft.families.gemma4 import ALWAYS_EXCLUDED, MARKER_PAIRS, SPECIAL_TOKENS, TEMPLATE_VARIANTS
 
-DATA = resources.files("specdraft.planning") / "data"
+DATA = resources.files("specdraft.checkpoints") / "data"
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
          "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "vocab_size": 128256}
 

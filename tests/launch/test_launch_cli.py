@@ -111,12 +111,31 @@ def test_launch_with_errors_starts_nothing_and_exits_1(specdraft_cli):
     assert "specdraft: error: preflight found" in done.stderr and "vLLM not started" in done.stderr
 
 
-def test_missing_draft_is_a_user_error_with_the_next_command(specdraft_cli):
-    done = specdraft_cli("launch", "--target", TARGET)
+def test_missing_target_is_a_user_error_with_the_next_command(specdraft_cli):
+    done = specdraft_cli("launch", "--draft", "google/gemma-4-E2B-it")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "specdraft: error: launch needs --target and --draft",
-        "specdraft: next: specdraft launch --target T --draft D --dry-run  (or specdraft launch --demo)"]
+        "specdraft: error: launch needs --target",
+        "specdraft: next: specdraft launch --target T [--draft D] --dry-run  (or specdraft launch --demo)"]
+
+
+def test_without_a_draft_launch_ranks_the_methods_and_prints_why(specdraft_cli):
+    from specdraft.testbed.release_trees import release_tree
+
+    tree = release_tree("0.33.0", progress=lambda line: None)
+    args = ("launch", "--target", "google/gemma-4-31B-it", "--profile", "h100", "--vllm-root", str(tree), "--dry-run")
+    text = specdraft_cli(*args)
+    assert "Methods (--method auto, fastest first)" in text.stdout and "1. ngram_gpu: K = " in text.stdout
+    assert "turned away: suffix: method suffix needs arctic_inference" in text.stdout
+    plan = json.loads(specdraft_cli(*args, "--json").stdout)
+    assert plan["speculative_config"]["method"] == "ngram_gpu" and "model" not in plan["speculative_config"]
+    assert [row["method"] for row in plan["method_ranking"]["ranked"]] == ["ngram_gpu", "ngram"]
+    assert plan["draft"] is None and plan["ok"]
+
+
+def test_a_draft_for_a_method_without_one_is_a_user_error(specdraft_cli):
+    done = specdraft_cli("launch", "--target", TARGET, "--draft", "google/gemma-4-E2B-it", "--method", "ngram")
+    assert done.returncode == 2 and "method ngram uses no draft checkpoint; drop --draft" in done.stderr
 
 
 def test_bad_value_names_the_field(specdraft_cli):
@@ -165,7 +184,7 @@ def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_
         assert option in text, name
         first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
         assert first_words in text, (name, first_words)
-    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp}" in text
+    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,ngram,ngram_gpu,suffix,auto}" in text
     assert "(default: fp8)" in text and "(default: apply)" in text
 
 

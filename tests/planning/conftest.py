@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from specdraft.planning._shape_facts import find_shape_facts
+from specdraft.checkpoints import find_shape_facts
 
 
 def shipped_config(repo_id: str) -> dict:

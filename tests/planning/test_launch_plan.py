@@ -183,10 +183,13 @@ def test_an_assistant_draft_gets_no_mtp_tip_whatever_the_method(method):
     assert "mtp-assistant" not in _findings(plan)
 
 
-def test_a_launch_request_refuses_a_method_that_uses_no_draft_checkpoint():
-    with pytest.raises(pydantic.ValidationError, match="method 'ngram' uses none"):
+def test_a_launch_request_refuses_a_draft_for_a_method_that_uses_none_and_none_for_one_that_needs_it():
+    with pytest.raises(pydantic.ValidationError, match="method ngram uses no draft checkpoint"):
         LaunchRequest(target=TARGET, draft=DRAFT, method="ngram")
+    with pytest.raises(pydantic.ValidationError, match="method eagle3 needs a draft checkpoint"):
+        LaunchRequest(target=TARGET, method="eagle3")
     assert LaunchRequest(target=TARGET, draft=DRAFT, method="mtp").method == "mtp"
+    assert LaunchRequest(target=TARGET, method="ngram").draft is None
 
 
 def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_before_serving(tmp_path):

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from specdraft.planning import LaunchRequest, build_launch_plan
-from specdraft.planning._checkpoint import inspect_checkpoint
+from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._moe import stores_experts_apart
 from specdraft.testbed.release_trees import release_tree
 from specdraft.testbed.tiny_moe import build_tiny_moe

@@ -59,6 +59,34 @@ def test_an_unreadable_tree_gives_none(tmp_path):
     assert read_release_support(tmp_path) is None
 
 
+@pytest.mark.parametrize("version", CHECKED)
+def test_the_method_facts_are_in_the_source_text(release, version):
+    """Independent of the AST reading: the decorator strings, class headers and field names themselves."""
+    package = release(version) / "vllm"
+    facts = release_support(version)
+    algos = (package / "transformers_utils" / "configs" / "speculators" / "algos.py").read_text()
+    assert all(f'@register_speculator("{name}")' in algos for name in facts.speculators_types)
+    assert algos.count("@register_speculator(") == len(facts.speculators_types)
+    speculative = (package / "config" / "speculative.py").read_text()
+    assert all(f"\n    {field}:" in speculative for options in facts.method_options.values() for field in options)
+    models = "".join(path.read_text() for path in (package / "model_executor" / "models").glob("gemma4*.py"))
+    header = models[models.index("class Gemma4ForConditionalGeneration("):][:400]
+    assert ("SupportsEagle3" in header.split("):")[0]) == ("Gemma4ForConditionalGeneration"
+                                                          in facts.gemma4_eagle3_architectures)
+
+
+def test_gemma4_targets_feed_eagle3_drafters_from_0_19_1():
+    assert release_support("0.19.0").gemma4_eagle3_architectures == ()
+    assert "Gemma4ForConditionalGeneration" in release_support("0.19.1").gemma4_eagle3_architectures
+
+
+def test_dflash_speculators_load_from_0_20_0():
+    assert release_support("0.19.1").speculators_types == ("eagle3",)
+    assert "dflash" in release_support("0.20.0").speculators_types
+    assert "prompt_lookup_min" in release_support("0.33.0").method_options["ngram"]
+    assert "suffix_decoding_max_tree_depth" in release_support("0.19.0").method_options["suffix"]
+
+
 def test_table_rules_group_consecutive_releases_with_equal_facts(release):
     rules = table_rules({"0.26.0": release("0.26.0"), "0.27.0": release("0.26.0"), "0.28.0": release("0.28.0")})
     assert [(rule["versions"], rule["read"]) for rule in rules] == [

@@ -17,8 +17,8 @@ from typing import Literal
 from specdraft.errors import UserError
 from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
 from specdraft.paths import expand_user
-from specdraft.planning._references import looks_like_path, reference_problem
-from specdraft.planning._shape_facts import find_shape_facts
+from specdraft.checkpoints._references import looks_like_path, reference_problem
+from specdraft.checkpoints._shape_facts import find_shape_facts
 from specdraft.quantization import read_quantization
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
 

@@ -91,7 +91,7 @@ class Repackaging(BaseModel):
 
 
 def _data(name: str) -> resources.abc.Traversable:
-    return resources.files("specdraft.planning").joinpath("data", name)
+    return resources.files("specdraft.checkpoints").joinpath("data", name)
 
 
 @lru_cache(maxsize=None)

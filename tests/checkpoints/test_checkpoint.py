@@ -97,9 +97,9 @@ def test_kv_layout_follows_gemma4_rules_for_full_layers(tmp_path):
 def test_shipped_shape_facts_are_package_data():
     from importlib import resources
 
-    names = {p.name for p in resources.files("specdraft.planning").joinpath("data", "models").iterdir()}
+    names = {p.name for p in resources.files("specdraft.checkpoints").joinpath("data", "models").iterdir()}
     assert "google__gemma-4-31B-it.json" in names
-    assert json.loads(resources.files("specdraft.planning").joinpath("data", "nvfp4_checkpoints.json").read_text())
+    assert json.loads(resources.files("specdraft.checkpoints").joinpath("data", "nvfp4_checkpoints.json").read_text())
 
 
 def test_special_token_ids_come_from_tokenizer_json_when_the_config_has_none(tmp_path):

@@ -1,0 +1,171 @@
+"""``--method auto``: rank every method the target, its drafters and the serving release allow by predicted
+speedup, and turn away the rest with the reason.
+
+Each candidate's K is tune's pick (``specdraft.bench.recommend``) for its step model and acceptance
+(``_method_costs``); the ranking is pure: the checkpoints, the release and the measured acceptance are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.findings import Finding
+from specdraft.checkpoints import Checkpoint
+from specdraft.planning._method_costs import TARGET_STEP_MS, acceptance_for, step_model
+from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
+                                         check_speculators_type)
+from specdraft.planning._release_support import ReleaseSupport, release_support
+from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
+
+_MEASURED_TARGET = "the 31B"
+
+
+class Candidate(BaseModel):
+    """A method with the drafter it would run (None for a method without one)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    method: str
+    draft: Checkpoint | None = None
+    speculator: Speculator | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} ({self.draft.ref})" if self.draft else self.method
+
+
+class RankedMethod(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    method: str
+    draft: str | None
+    k: int
+    predicted_speedup: float
+    measured_costs: bool
+    cost_basis: str
+    acceptance_basis: str
+
+
+class TurnedAway(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    method: str
+    draft: str | None
+    reason: str
+
+
+class MethodRanking(BaseModel):
+    """Fastest first; ``turned_away`` says why the other candidates cannot serve."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ranked: list[RankedMethod]
+    turned_away: list[TurnedAway]
+    notes: list[str]
+
+    @property
+    def chosen(self) -> RankedMethod | None:
+        return self.ranked[0] if self.ranked and self.ranked[0].k > 0 else None
+
+    def lines(self) -> list[str]:
+        """The ranking as text, one candidate a line, then what was turned away and the notes."""
+        out = []
+        for place, row in enumerate(self.ranked, start=1):
+            drafter = f" with {row.draft}" if row.draft else ""
+            out.append(f"{place}. {row.method}{drafter}: K = {row.k}, {row.predicted_speedup:.2f}x predicted"
+                       + ("" if row.measured_costs else " (costs not measured)"))
+            out.append(f"     costs: {row.cost_basis}")
+            out.append(f"     acceptance: {row.acceptance_basis}")
+        out += [f"turned away: {t.method}{f' with {t.draft}' if t.draft else ''}: {t.reason}" for t in self.turned_away]
+        return out + [f"note: {note}" for note in self.notes]
+
+
+def method_of(draft: Checkpoint) -> tuple[str, Speculator | None]:
+    """The method a drafter checkpoint runs as, and its speculators config: read where the checkpoint is on this
+    machine, else told by its name (a published speculator's names its method and its verifier's size)."""
+    speculator = speculator_of(draft)
+    if speculator is not None:
+        return speculator.method, speculator
+    return ("mtp" if draft.is_assistant else "draft_model"), None
+
+
+def candidates_for(drafts: Sequence[Checkpoint]) -> list[Candidate]:
+    """One candidate per drafter, then every draft-less method."""
+    found = []
+    for draft in drafts:
+        method, speculator = method_of(draft)
+        found.append(Candidate(method=method, draft=draft, speculator=speculator))
+    draftless = sorted(DRAFTLESS_METHODS)
+    return found + [Candidate(method=m) for m in draftless]
+
+
+def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport | None, version: str | None,
+              vllm_root: Path | None) -> list[Finding]:
+    method, draft, speculator = candidate.method, candidate.draft, candidate.speculator
+    findings: list[Finding | None] = []
+    if support is not None and method not in support.speculative_methods:
+        return [Finding(level="error", check="release-support", message=f"vLLM {version} has no method {method}")]
+    if support is not None and method == "mtp" and draft.is_known \
+            and draft.model_type not in support.gemma4_assistant_model_types:
+        findings.append(Finding(level="error", check="release-support",
+                                message=f"vLLM {version} cannot drive a {draft.model_type} assistant with mtp"))
+    if support is not None and speculator is not None and speculator.speculators_format:
+        findings.append(check_speculators_type(speculator.speculators_type, support, version))
+    if support is not None:
+        findings.append(check_hidden_state_target(method, target.architectures, support, version))
+    if speculator is not None:
+        findings.append(check_verifier(target.ref, target.config, draft.ref, speculator))
+    if vllm_root is not None:
+        findings.append(check_method_package(method, vllm_root))
+    return [f for f in findings if f is not None and f.level == "error"]
+
+
+def _rank(candidate: Candidate, thinking: bool, measured: Mapping[str, Sequence[float]], max_k: int) -> RankedMethod:
+    from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
+
+    model = step_model(candidate.method)
+    if candidate.method in measured:
+        rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"
+    else:
+        rates, basis = acceptance_for(candidate.method, thinking, max_k)
+    rec = recommend(rates, model.cost_ratio, max_k=max_k, overhead=model.overhead, host=model.host)
+    return RankedMethod(method=candidate.method, draft=candidate.draft.ref if candidate.draft else None,
+                        k=rec.recommended_k, predicted_speedup=round(rec.predicted_speedup, 3),
+                        measured_costs=model.measured, cost_basis=model.basis, acceptance_basis=basis)
+
+
+def _notes(target: Checkpoint, profile: str, version: str | None, support: ReleaseSupport | None) -> list[str]:
+    notes = []
+    if profile != "h100":
+        notes.append(f"step costs were measured on an H100 ({TARGET_STEP_MS} ms target step); on {profile} they are "
+                     "used as they are, not measured")
+    if (target.text_config.get("hidden_size"), target.text_config.get("num_hidden_layers")) != (5376, 60):
+        notes.append(f"step costs were measured beside {_MEASURED_TARGET}; beside {target.ref} they are not "
+                     "measured (a cheaper target step makes every drafter relatively dearer)")
+    if support is None:
+        notes.append(f"vLLM {version or '(version unknown)'} is not in specdraft's release table: methods were not "
+                     "checked against it")
+    return notes
+
+
+def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: str | None, profile: str,
+                 thinking: bool = False, measured: Mapping[str, Sequence[float]] | None = None,
+                 vllm_root: Path | None = None, max_k: int = 8) -> MethodRanking:
+    """Every candidate method for ``target`` with ``drafts`` on vLLM ``version``, fastest first.
+
+    ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method)."""
+    support = release_support(version)
+    ranked, turned_away = [], []
+    for candidate in candidates_for(drafts):
+        refusals = _refusals(candidate, target, support, version, vllm_root)
+        if refusals:
+            turned_away.append(TurnedAway(method=candidate.method,
+                                          draft=candidate.draft.ref if candidate.draft else None,
+                                          reason="; ".join(f.message for f in refusals)))
+            continue
+        ranked.append(_rank(candidate, thinking, measured or {}, max_k))
+    ranked.sort(key=lambda row: (-row.predicted_speedup, not row.measured_costs))
+    return MethodRanking(ranked=ranked, turned_away=turned_away, notes=_notes(target, profile, version, support))

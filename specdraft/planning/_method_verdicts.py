@@ -1,0 +1,61 @@
+"""The method checks of one plan: the speculator against its verifier, the method's needs from the serving release
+(``_methods``), its options, and ``--method auto``'s choice."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specdraft.findings import Finding
+from specdraft.planning._methods import (check_async_for_method, check_hidden_state_target, check_method_options,
+                                         check_method_package, check_speculators_type)
+from specdraft.planning._release_support import release_support
+from specdraft.planning._speculative_choice import given_method_options
+from specdraft.planning._speculators import check_verifier, speculator_of
+
+if TYPE_CHECKING:
+    from specdraft.planning._decisions import Decisions
+    from specdraft.planning._facts import LaunchFacts
+
+
+def _ranking_finding(facts: LaunchFacts) -> Finding | None:
+    ranking = facts.ranking
+    if ranking is None:
+        return None
+    if not ranking.ranked:
+        return Finding(level="error", check="method-auto",
+                       message="--method auto: no method can serve this target on this vLLM ("
+                               + "; ".join(f"{t.method}: {t.reason}" for t in ranking.turned_away) + ")",
+                       hint="see the turned-away reasons; pass --draft with a drafter the release serves")
+    best = ranking.ranked[0]
+    return Finding(level="ok" if best.measured_costs else "info", check="method-auto",
+                   message=f"--method auto chose {best.method} at K = {best.k} ({best.predicted_speedup:.2f}x "
+                           f"predicted{'' if best.measured_costs else ', costs not measured'}) of "
+                           f"{len(ranking.ranked)} candidates; {len(ranking.turned_away)} turned away")
+
+
+def _speculator_findings(facts: LaunchFacts, method: str, version: str | None) -> list[Finding]:
+    draft = facts.draft
+    if draft is None:
+        return []
+    speculator = speculator_of(draft)
+    if speculator is None:
+        return []
+    findings = [check_verifier(facts.target.ref, facts.target.config if facts.target.is_known else {}, draft.ref,
+                               speculator)]
+    support = release_support(version)
+    if support is not None and speculator.speculators_format:
+        findings.append(check_speculators_type(speculator.speculators_type, support, version))
+    return findings
+
+
+def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
+    """The checks above for the plan's method, in report order."""
+    method, version = decided.speculative.resolved_method, facts.vllm.version
+    support = release_support(version)
+    findings = [_ranking_finding(facts), *_speculator_findings(facts, method, version)]
+    if support is not None:
+        findings.append(check_hidden_state_target(method, facts.target.architectures, support, version))
+        findings.append(check_method_options(method, given_method_options(facts.request), support, version))
+    findings.append(check_method_package(method, facts.vllm.root))
+    findings.append(check_async_for_method(method, facts.request.extra_args))
+    return [finding for finding in findings if finding is not None]

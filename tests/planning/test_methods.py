@@ -1,0 +1,312 @@
+"""Methods beyond draft_model and mtp: speculators checkpoints, their verifier, and what each release serves."""
+
+import pytest
+
+from specdraft.bench import predict_speedup
+from specdraft.checkpoints import inspect_checkpoint
+from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
+from specdraft.planning._method_ranking import rank_methods
+from specdraft.planning._methods import check_async_for_method, check_method_options, check_method_package
+from specdraft.planning._release_support import release_support
+from specdraft.planning._speculators import check_verifier, read_speculator
+from tests.planning.conftest import write_checkpoint
+
+TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
+
+
+def speculator_config(kind="eagle3", verifier=TARGET_31B, hidden_size=5376, aux=(2, 29, 56)) -> dict:
+    """A speculators-format config.json (https://github.com/vllm-project/speculators)."""
+    return {"architectures": ["Eagle3Speculator"], "speculators_model_type": kind,
+            "speculators_config": {"algorithm": kind, "default_proposal_method": "greedy",
+                                   "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+                                   "verifier": {"name_or_path": verifier,
+                                                "architectures": ["Gemma4ForConditionalGeneration"]}},
+            "eagle_aux_hidden_state_layer_ids": list(aux), "draft_vocab_size": 32000,
+            "transformer_layer_config": {"model_type": "llama", "hidden_size": hidden_size, "num_hidden_layers": 1,
+                                         "vocab_size": 262144}}
+
+
+@pytest.fixture
+def speculator(tmp_path):
+    def make(name="RedHatAI/gemma-4-31B-it-speculator.eagle3", **kwargs):
+        directory = write_checkpoint(tmp_path / name.replace("/", "__"), speculator_config(**kwargs))
+        return inspect_checkpoint(str(directory))
+    return make
+
+
+def test_a_speculators_config_names_its_method_verifier_and_k():
+    found = read_speculator(speculator_config("peagle"))
+    assert (found.speculators_type, found.method, found.verifier, found.speculative_tokens) == \
+        ("peagle", "eagle3", TARGET_31B, 3)
+    assert read_speculator({"model_type": "gemma4"}) is None
+
+
+def test_a_31b_speculator_beside_the_26b_is_an_error():
+    finding = check_verifier(TARGET_26B, inspect_checkpoint(TARGET_26B).config,
+                             "RedHatAI/gemma-4-31B-it-speculator.eagle3", read_speculator(speculator_config()))
+    assert finding.level == "error"
+    assert "google/gemma-4-31B-it" in finding.message and "5376 wide" in finding.message
+    assert "layers 56" in finding.message  # the 26B has 30 layers
+
+
+def test_a_speculator_whose_shape_is_another_models_is_an_error_even_with_the_right_name():
+    wrong = read_speculator(speculator_config(hidden_size=2816))
+    finding = check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "local-speculator", wrong)
+    assert finding.level == "error" and "2816 wide" in finding.message
+
+
+def test_the_31b_speculator_fits_the_31b():
+    finding = check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "s", read_speculator(speculator_config()))
+    assert finding.level == "ok"
+
+
+def test_options_of_another_method_are_refused():
+    support = release_support("0.33.0")
+    refused = check_method_options("ngram", {"suffix_decoding_max_tree_depth": 8}, support, "0.33.0")
+    assert refused.level == "error" and "prompt_lookup_min" in refused.message
+    assert check_method_options("ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 5}, support, "0.33.0").level == "ok"
+
+
+def test_suffix_needs_arctic_inference_beside_vllm(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    assert check_method_package("suffix", tmp_path / "vllm").level == "error"
+    (tmp_path / "arctic_inference").mkdir()
+    assert check_method_package("suffix", tmp_path / "vllm").level == "ok"
+    assert check_method_package("ngram", tmp_path / "vllm") is None
+
+
+def test_explicit_async_scheduling_is_refused_for_ngram_and_suffix_only():
+    assert check_async_for_method("ngram", ["--async-scheduling"]).level == "error"
+    assert check_async_for_method("suffix", ["--async-scheduling"]).level == "error"
+    assert check_async_for_method("ngram_gpu", ["--async-scheduling"]) is None
+
+
+def test_auto_ranks_the_measured_mtp_assistant_first_beside_the_31b(speculator):
+    target = inspect_checkpoint(TARGET_31B)
+    drafts = [inspect_checkpoint("google/gemma-4-31B-it-assistant"), inspect_checkpoint("google/gemma-4-E2B-it"),
+              speculator()]
+    ranking = rank_methods(target, drafts, version="0.33.0", profile="h100")
+    assert [row.method for row in ranking.ranked][:1] == ["mtp"]
+    assert {row.method for row in ranking.ranked} == {"mtp", "draft_model", "eagle3", "ngram", "ngram_gpu", "suffix"}
+    eagle3 = next(row for row in ranking.ranked if row.method == "eagle3")
+    assert not eagle3.measured_costs and "not measured" in "\n".join(ranking.lines())
+    assert ranking.chosen.k == 8 and ranking.turned_away == [] and ranking.notes == []
+
+
+def test_auto_turns_away_a_speculator_trained_beside_another_model(speculator):
+    ranking = rank_methods(inspect_checkpoint(TARGET_26B), [speculator()], version="0.33.0", profile="h100")
+    assert [(t.method, "verifier" in t.reason or "trained beside" in t.reason) for t in ranking.turned_away] == \
+        [("eagle3", True)]
+    assert any("beside the 31B" in note for note in ranking.notes)
+
+
+def test_auto_turns_away_what_the_release_lacks(speculator):
+    drafts = [speculator(), speculator("z-lab/gemma-4-31B-it-dflash", kind="dflash"),
+              inspect_checkpoint("google/gemma-4-31B-it-assistant")]
+    ranking = rank_methods(inspect_checkpoint(TARGET_31B), drafts, version="0.19.0", profile="h100")
+    reasons = {t.method: t.reason for t in ranking.turned_away}
+    assert "SupportsEagle3" in reasons["eagle3"]            # Gemma 4 feeds EAGLE-3 drafters from 0.19.1
+    assert "has no method dflash" in reasons["dflash"]      # dflash arrives in 0.20.0
+    assert "cannot drive" in reasons["mtp"]                 # Gemma 4 assistants arrive in 0.21.0
+    assert {row.method for row in ranking.ranked} == {"ngram", "ngram_gpu", "suffix"}
+
+
+def test_auto_turns_away_suffix_without_arctic_inference(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    ranking = rank_methods(inspect_checkpoint(TARGET_31B), [], version="0.33.0", profile="h100",
+                           vllm_root=tmp_path / "vllm")
+    assert [t.method for t in ranking.turned_away] == ["suffix"]
+
+
+def test_thinking_lowers_the_prediction_and_a_measured_acceptance_replaces_the_default():
+    target, drafts = inspect_checkpoint(TARGET_31B), [inspect_checkpoint("google/gemma-4-31B-it-assistant")]
+    plain = rank_methods(target, drafts, version="0.33.0", profile="h100").ranked[0]
+    thinking = rank_methods(target, drafts, version="0.33.0", profile="h100", thinking=True).ranked[0]
+    assert thinking.predicted_speedup < plain.predicted_speedup and "thinking on" in thinking.acceptance_basis
+    poor = rank_methods(target, drafts, version="0.33.0", profile="h100",
+                        measured={"mtp": (0.2, 0.04)}).ranked
+    assert poor[0].method == "ngram_gpu"
+    assert next(r for r in poor if r.method == "mtp").acceptance_basis.startswith("measured")
+
+
+def test_the_mtp_dflash_and_eagle3_defaults_reproduce_the_published_figures():
+    for method, k, published in (("mtp", 8, 3.11), ("dflash", 15, 3.03)):
+        model = step_model(method)
+        rates, _ = acceptance_for(method, thinking=False, positions=k)
+        assert predict_speedup(rates, k, model.cost_ratio, model.overhead, model.host) == pytest.approx(published,
+                                                                                                       abs=0.02)
+        assert "jarvislabs.ai" in default_acceptance(method).basis
+    eagle3, _ = acceptance_for("eagle3", thinking=False, positions=5)
+    assert 1 + sum(eagle3) == pytest.approx(2.83, abs=0.01)   # RedHat's MT-bench acceptance length at K = 5
+
+
+def test_costs_say_which_were_measured():
+    assert {m for m in ("draft_model", "mtp", "ngram_gpu", "ngram", "suffix", "eagle3", "dflash")
+            if step_model(m).measured} == {"draft_model", "mtp", "ngram_gpu"}
+
+
+def test_a_published_speculator_not_on_this_machine_is_judged_by_its_name():
+    target = inspect_checkpoint(TARGET_26B)
+    ranking = rank_methods(target, [inspect_checkpoint("RedHatAI/gemma-4-31B-it-speculator.dflash"),
+                                    inspect_checkpoint("RedHatAI/gemma-4-26B-A4B-it-speculator.eagle3")],
+                           version="0.33.0", profile="h100")
+    assert [(t.method, t.draft) for t in ranking.turned_away] == \
+        [("dflash", "RedHatAI/gemma-4-31B-it-speculator.dflash")]
+    assert "google/gemma-4-31B-it" in ranking.turned_away[0].reason
+    assert "eagle3" in {row.method for row in ranking.ranked}
+
+
+# whole plans against real release trees
+
+
+@pytest.fixture(scope="module")
+def tree():
+    from specdraft.testbed.release_trees import release_tree
+
+    return lambda version: release_tree(version, progress=lambda line: None)
+
+
+def _plan(tree, version, **fields):
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    return build_launch_plan(LaunchRequest(profile="h100", vllm_root=tree(version), **fields))
+
+
+def _errors(plan):
+    return {f.check: f.message for f in plan.findings if f.level == "error"}
+
+
+def test_a_local_eagle3_speculator_beside_its_verifier_plans_eagle3_with_its_own_k(tree, speculator):
+    draft = speculator()
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft=str(draft.path))
+    assert plan.speculative.as_dict() == {"method": "eagle3", "model": str(draft.path), "num_speculative_tokens": 3,
+                                          "draft_tensor_parallel_size": 1}
+    assert "speculator-verifier" not in _errors(plan) and "target-family" not in _errors(plan)
+    assert "draft-family" not in {f.check for f in plan.findings}
+
+
+def test_the_31b_speculator_beside_the_26b_blocks_the_plan(tree, speculator):
+    plan = _plan(tree, "0.33.0", target=TARGET_26B, draft=str(speculator().path))
+    assert "google/gemma-4-31B-it" in _errors(plan)["speculator-verifier"] and plan.has_errors
+
+
+def test_eagle3_on_0_19_0_and_dflash_on_0_19_1_are_refused(tree, speculator):
+    eagle3 = _plan(tree, "0.19.0", target=TARGET_31B, draft=str(speculator().path))
+    assert "SupportsEagle3" in _errors(eagle3)["method-target"]
+    dflash = _plan(tree, "0.19.1", target=TARGET_31B,
+                   draft=str(speculator("z-lab/gemma-4-31B-it-dflash", kind="dflash").path))
+    assert "has no speculative method 'dflash'" in _errors(dflash)["release-support"]
+    assert "'dflash' speculators" in _errors(dflash)["speculators-type"]
+
+
+def test_ngram_gpu_passes_its_prompt_lookup_options_and_refuses_suffix_ones(tree):
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, method="ngram_gpu", prompt_lookup_min=2, prompt_lookup_max=4)
+    assert plan.speculative.as_dict() == {"method": "ngram_gpu", "num_speculative_tokens": 3,
+                                          "prompt_lookup_min": 2, "prompt_lookup_max": 4}
+    assert not plan.has_errors and plan.draft is None
+    wrong = _plan(tree, "0.33.0", target=TARGET_31B, method="ngram", suffix_decoding_max_tree_depth=8)
+    assert "suffix_decoding_max_tree_depth" in _errors(wrong)["method-options"]
+
+
+def test_suffix_without_arctic_inference_and_ngram_with_explicit_async_are_refused(tree):
+    assert "arctic_inference" in _errors(_plan(tree, "0.33.0", target=TARGET_31B, method="suffix"))["method-package"]
+    refused = _plan(tree, "0.26.0", target=TARGET_31B, method="ngram", extra_args=["--async-scheduling"])
+    assert "--async-scheduling" in _errors(refused)["async-scheduling"]
+
+
+def test_auto_with_an_assistant_chooses_mtp_at_the_rankings_k(tree):
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft="google/gemma-4-31B-it-assistant", method="auto")
+    assert plan.speculative.method == "mtp" and plan.speculative.num_speculative_tokens == 8
+    assert [row.method for row in plan.method_ranking.ranked][0] == "mtp"
+    assert plan.to_json_dict()["method_ranking"]["ranked"][0]["measured_costs"] is True
+
+
+def test_auto_with_a_bench_acceptance_ranks_by_it(tree, tmp_path):
+    """A saved bench result of an MTP server that accepted little: its acceptance, not the default, ranks mtp."""
+    from specdraft.bench import SpecDecodeCounters
+    from tests.bench.test_calibration import result
+
+    path = tmp_path / "mtp.json"
+    result("mtp", {1: 30.0}, {1: SpecDecodeCounters(100, 800, 30, (20, 6, 2, 1, 1, 0, 0, 0))}).save(path)
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, draft="google/gemma-4-31B-it-assistant", method="auto",
+                 acceptance_from=f"mtp={path}")
+    mtp = next(row for row in plan.method_ranking.ranked if row.method == "mtp")
+    assert mtp.acceptance_basis.startswith("measured") and mtp.predicted_speedup < 1.3
+    assert plan.speculative.method == "ngram_gpu" and plan.speculative.model is None
+
+
+def _readme_commands() -> list[list[str]]:
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("## Speculative methods and `--method auto`"):]
+    block = section[section.index("```bash") + len("```bash"):]
+    joined = block[: block.index("```")].replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip().startswith("python -m specdraft")]
+
+
+@pytest.mark.parametrize("argv", _readme_commands(), ids=lambda argv: " ".join(argv[4:8]))
+def test_the_readme_method_commands_run(argv, capsys):
+    from specdraft.cli import main
+
+    status = main(argv[3:])
+    out = capsys.readouterr().out
+    assert status == 0
+    if "RedHatAI/gemma-4-31B-it-speculator.eagle3" in argv:   # the 31B's speculator beside the 26B
+        assert "turned away: eagle3 with RedHatAI/gemma-4-31B-it-speculator.eagle3" in out
+    else:
+        assert ("Methods (--method auto" in out or "method_ranking" in out
+                                or "prompt_lookup_max" in out)
+
+
+@pytest.mark.parametrize("broken", [
+    {"speculators_config": 5}, {"speculators_config": {"proposal_methods": 7, "verifier": "x"}},
+    {"speculators_config": {"proposal_methods": [3]}}, {"eagle_aux_hidden_state_layer_ids": ["a", None, 2]},
+    {"transformer_layer_config": [1], "target_hidden_size": "wide"},
+])
+def test_a_malformed_speculators_config_reads_as_unknown_fields_not_a_crash(broken):
+    found = read_speculator({"speculators_model_type": "eagle3", **broken})
+    assert found.method == "eagle3" and found.hidden_size is None
+    assert check_verifier(TARGET_31B, inspect_checkpoint(TARGET_31B).config, "s", found).level in ("ok", "error")
+
+
+def test_a_dflash_drafter_in_its_own_format_is_dflash_and_judged_by_its_shape(tmp_path):
+    """z-lab's format: a dflash_config with the target layers it reads, no speculators_config."""
+    config = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 5376,
+              "num_hidden_layers": 5, "dflash_config": {"target_layer_ids": [1, 12, 23, 35, 46, 57]}}
+    draft = inspect_checkpoint(str(write_checkpoint(tmp_path / "dflash", config)))
+    ranking = rank_methods(inspect_checkpoint(TARGET_26B), [draft], version="0.33.0", profile="h100")
+    assert [(t.method, "5376 wide" in t.reason and "35, 46, 57" in t.reason) for t in ranking.turned_away] == \
+        [("dflash", True)]
+    fits = rank_methods(inspect_checkpoint(TARGET_31B), [draft], version="0.33.0", profile="h100")
+    assert "dflash" in {row.method for row in fits.ranked}
+
+
+@pytest.mark.parametrize("given", ["mtp", "medusa=result.json", "=result.json"])
+def test_acceptance_from_names_a_planned_method_and_a_file(given):
+    import pydantic
+
+    from specdraft.planning import LaunchRequest
+
+    with pytest.raises(pydantic.ValidationError, match="METHOD=RESULT.json"):
+        LaunchRequest(target=TARGET_31B, acceptance_from=given)
+
+
+def test_acceptance_from_a_missing_file_is_one_line_exit_2(capsys, tmp_path):
+    from specdraft.cli import main
+
+    status = main(["launch", "--target", TARGET_31B, "--acceptance-from", f"mtp={tmp_path / 'none.json'}",
+                   "--dry-run"])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err and "none.json" in err
+
+
+def test_a_speculators_dflash_layer_numbered_from_one_may_name_the_last_layer():
+    """vLLM subtracts one from speculators DFlash's aux_hidden_state_layer_ids: 60 is the 31B's last layer."""
+    config = speculator_config(kind="dflash", aux=())
+    config["aux_hidden_state_layer_ids"] = [2, 31, 60]
+    target = inspect_checkpoint(TARGET_31B)
+    assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "ok"
+    config["aux_hidden_state_layer_ids"] = [2, 31, 61]
+    assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "error"
