@@ -71,6 +71,15 @@ def test_base_commands_run_without_any_extra(base_site, args):
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
 
 
+def test_cluster_report_runs_without_any_extra(base_site):
+    from specdraft.testbed.release_trees import release_tree
+
+    tree = release_tree("0.26.0", progress=print)
+    done = run_base(base_site, "cluster", "report", "--vllm-root", str(tree), "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"version": "0.26.0"' in done.stdout
+
+
 def test_bench_compares_saved_runs_without_any_extra(base_site, tmp_path):
     from tests.bench.test_cli_bench import saved
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("specdraft.cli.bench", "measure tok/s and acceptance against a running server"),
     "tune": ("specdraft.cli.tune", "recommend num_speculative_tokens from measured acceptance"),
     "quantize": ("specdraft.cli.quantize", "make an NVFP4/FP8 draft with NVIDIA ModelOpt"),
+    "cluster": ("specdraft.cli.cluster", "ask every node of a multi-node cluster whether its vLLM is patched"),
 }
 
 

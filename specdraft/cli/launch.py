@@ -65,7 +65,7 @@ def _add_request_option(groups: dict, name: str, field) -> None:
 
 def _add_request_options(parser: argparse.ArgumentParser):
     """Every ``LaunchRequest`` field but ``extra_args`` (the arguments after ``--``); returns the "running" group."""
-    groups = {"the pair": parser.add_argument_group("the pair"), "running": parser.add_argument_group("running")}
+    groups = {name: parser.add_argument_group(name) for name in ("the pair", "GPUs and nodes", "running")}
     for name, field in LaunchRequest.model_fields.items():
         cli = _cli_option(field)
         pair = frozenset((name, cli.exclusive_with))
@@ -105,6 +105,26 @@ def _request(args: argparse.Namespace) -> LaunchRequest:
         raise UserError(f"launch: {describe_validation_error(err)}", hint="specdraft launch --help") from None
 
 
+def _print_node_commands(plan, args: argparse.Namespace, status: ExitCode) -> ExitCode:
+    """A plan over several nodes is one command per node: printed, never exec'd from here."""
+    import shlex
+
+    from specdraft.launch import render_report
+    from specdraft.launch._docker import docker_node_argv
+
+    if args.dry_run:
+        print(render_report(plan))
+        return status
+    if not (args.print_command or args.docker):
+        raise UserError(f"a plan over {len(plan.nodes)} nodes runs one command on each node",
+                        hint="add --print (or --docker) and run each printed command on its node")
+    nodes = plan.container_nodes if args.docker else plan.nodes
+    for node in nodes:
+        command = shlex.join(docker_node_argv(plan, node, image=args.image)) if args.docker else node.script
+        print(f"# {node.host} (node {node.rank}, {node.role})\n{command}")
+    return status
+
+
 def run_launch(args: argparse.Namespace) -> ExitCode:
     if args.demo:
         from specdraft.launch import run_demo
@@ -123,6 +143,8 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
             document["exec_argv"], document["exec_note"] = None, err.message
         print(json.dumps(document, indent=2))
         return status
+    if len(plan.nodes) > 1:
+        return _print_node_commands(plan, args, status)
     if args.print_command:
         print(plan.serve.shell_command())
         return status

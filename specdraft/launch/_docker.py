@@ -21,6 +21,7 @@ import specdraft
 from specdraft.errors import UserError
 from specdraft.paths import expand_user
 from specdraft.planning import LaunchPlan
+from specdraft.planning._nodes import NodeCommand
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
 BUILD_IN_CONTAINER = "/tmp/specdraft-build"
@@ -119,23 +120,29 @@ def install_commands(source_in_container: str | None) -> list[str]:
             f"python3 -m pip install -c {IMAGE_PACKAGES} {shlex.join(PATCH_REQUIREMENTS)}"]
 
 
-def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
-    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
+def _container(plan: LaunchPlan, image: str | None,
+               environ: Mapping[str, str] | None) -> tuple[str, list[str], list[str]]:
+    """The image, the mounts (Hugging Face home, this checkout, the plan's local paths) and the install steps."""
     environ = os.environ if environ is None else environ
-    image = image_for(plan, image)
     source = _source_checkout()
     mounts = _hf_mounts(environ)
     if source is not None:
         mounts += _mount(source, SOURCE_IN_CONTAINER, read_only=True)
     for path in _host_paths(plan):
         mounts += _mount(path, path, read_only=True)
+    return image_for(plan, image), mounts, install_commands(SOURCE_IN_CONTAINER if source is not None else None)
+
+
+def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
+    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
+    image, mounts, install = _container(plan, image, environ)
     argv = list(plan.argv)
     port = served_port(argv)
     if port is None:
         port = DEFAULT_PORT
         argv += ["--port", str(port)]
     script = " && ".join([
-        *install_commands(SOURCE_IN_CONTAINER if source is not None else None),
+        *install,
         "python3 -m specdraft patch apply",
         "python3 -m specdraft patch verify",
         "exec " + shlex.join(argv),
@@ -147,3 +154,13 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[
 def docker_command(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """``docker_argv`` quoted for a POSIX shell."""
     return shlex.join(docker_argv(plan, image=image, environ=environ))
+
+
+def docker_node_argv(plan: LaunchPlan, node: NodeCommand, *, image: str | None = None,
+                     environ: Mapping[str, str] | None = None) -> list[str]:
+    """``docker run`` for one node (one of ``plan.container_nodes``) of a multi-node plan: host networking (the
+    nodes reach each other and node 0's API port directly); the container installs specdraft, then runs the
+    node's own script, whose hotfix step patches the container's vLLM before it starts or joins."""
+    image, mounts, install = _container(plan, image, environ)
+    return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "--network", "host", "--shm-size", "16g",
+            *mounts, "--entrypoint", "/bin/bash", image, "-c", " && ".join([*install, node.script])]

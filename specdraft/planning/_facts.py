@@ -37,6 +37,11 @@ class LaunchFacts(BaseModel):
     load_test: LoadTest | None = None
     """``--from-bench``: what a load test measured per concurrency level."""
 
+    @property
+    def known_draft_config(self) -> dict | None:
+        """The draft's config.json when a draft was read (None: no draft, or one not on the machine)."""
+        return self.draft.config if self.draft is not None and self.draft.is_known else None
+
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None) -> str | None:
     """Why the pair needs the hybrid KV cache manager off (None: it does not)."""

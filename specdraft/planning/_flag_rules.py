@@ -38,9 +38,24 @@ def revision(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     return ServeFlag(name="--revision", value=facts.request.revision, reason="target revision given")
 
 
+def _parallel_size(name: str, size: int, given: int | None, unset_reason: str) -> ServeFlag | None:
+    if size <= 1:
+        return None
+    return ServeFlag(name=name, value=str(size), reason="given" if given else unset_reason)
+
+
 def tensor_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
-    size = facts.request.tensor_parallel_size
-    return ServeFlag(name="--tensor-parallel-size", value=str(size), reason="given") if size > 1 else None
+    parallel = decided.parallel
+    return _parallel_size("--tensor-parallel-size", parallel.tensor_parallel_size, facts.request.tensor_parallel_size,
+                          f"the target spread over {parallel.topology.name}'s GPUs (its heads divide by it)")
+
+
+def pipeline_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    return _parallel_size("--pipeline-parallel-size", decided.parallel.pipeline_parallel_size, 1, "")
+
+
+def data_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    return _parallel_size("--data-parallel-size", decided.parallel.data_parallel_size, 1, "")
 
 
 def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
@@ -173,7 +188,7 @@ def chat_template(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 
 
 SERVE_FLAG_RULES: tuple[FlagRule, ...] = (
-    quantization, revision, tensor_parallel, speculative_config,
+    quantization, revision, tensor_parallel, pipeline_parallel, data_parallel, speculative_config,
     max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_dtype, prefix_caching,
     hybrid_kv_cache_manager, language_model_only, async_scheduling, trust_remote_code,
     auto_tool_choice, tool_call_parser, reasoning_parser, content_format, thinking_default, chat_template,

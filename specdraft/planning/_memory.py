@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint
+from specdraft.planning._parallelism import kv_heads_per_rank
 
 ProfileName = Literal["dgx-spark", "h100", "h200"]
 GIB = 2**30
@@ -41,8 +42,6 @@ class GpuProfile(BaseModel):
     4 GiB leaves room for larger prefill chunks and the draft."""
     compute_capability: tuple[int, int]
     """CUDA compute capability; which NVFP4/FP8 kernels exist depends on it."""
-    gpus: int = 1
-    """GPUs on the machine: the most tensor-parallel ranks a plan can have."""
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -81,13 +80,15 @@ class KVShape(BaseModel):
         return self.per_token_bytes * tokens + self.windowed_bytes * min(tokens, self.window)
 
 
-def kv_shape(checkpoint: Checkpoint, *, kv_dtype_bytes: int, hybrid_kv_cache_manager: bool) -> KVShape:
-    """The KV cost of ``checkpoint`` under the given cache dtype and manager."""
+def kv_shape(checkpoint: Checkpoint, *, kv_dtype_bytes: int, hybrid_kv_cache_manager: bool,
+             tensor_parallel_size: int = 1) -> KVShape:
+    """The KV cost of ``checkpoint`` on one rank under the given cache dtype, manager and TP size (a rank keeps
+    its share of each layer's KV heads, or one replicated head when TP exceeds them)."""
     full = windowed = 0
     for layer in checkpoint.kv_layers():
         if layer.shared:
             continue
-        size = 2 * layer.kv_heads * layer.head_dim * kv_dtype_bytes
+        size = 2 * kv_heads_per_rank(layer.kv_heads, tensor_parallel_size) * layer.head_dim * kv_dtype_bytes
         if layer.kind == "sliding" and hybrid_kv_cache_manager:
             windowed += size
         else:
@@ -107,7 +108,7 @@ class MemoryPlan(BaseModel):
     budget_bytes: int
     """``gpu_memory_utilization`` x ``total_bytes``: what vLLM may use."""
     target_weight_bytes: int
-    """Per GPU (divided by the tensor-parallel size); 0 when unknown."""
+    """Per GPU (divided by the tensor- and pipeline-parallel sizes); 0 when unknown."""
     draft_weight_bytes: int
     runtime_reserve_bytes: int
     kv_cache_dtype: str
@@ -139,9 +140,10 @@ class MemoryPlan(BaseModel):
         ]
 
 
-def _per_gpu(shape: KVShape, tensor_parallel_size: int) -> KVShape:
-    return shape.model_copy(update={"per_token_bytes": shape.per_token_bytes // tensor_parallel_size,
-                                    "windowed_bytes": shape.windowed_bytes // tensor_parallel_size})
+def _per_stage(shape: KVShape, pipeline_parallel_size: int) -> KVShape:
+    """One pipeline stage's share: vLLM gives each stage an even run of layers (``get_pp_indices``)."""
+    return shape.model_copy(update={"per_token_bytes": shape.per_token_bytes // pipeline_parallel_size,
+                                    "windowed_bytes": shape.windowed_bytes // pipeline_parallel_size})
 
 
 def _gib(value: int) -> str:
@@ -179,19 +181,22 @@ def plan_memory(
     hybrid_kv_cache_manager: bool = False,
     tensor_parallel_size: int = 1,
     draft_tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
 ) -> MemoryPlan:
     """Fit the weights and ``max_num_seqs`` x ``max_model_len`` tokens of KV into one GPU of ``profile``.
 
-    With tensor parallelism each GPU holds 1/TP of a model's weights and KV heads.
+    With tensor parallelism each GPU holds 1/TP of a model's weights and its share of the KV heads; with
+    pipeline parallelism 1/PP of the target's layers (the draft is counted whole on every stage).
     """
     utilization = gpu_memory_utilization if gpu_memory_utilization is not None else profile.gpu_memory_utilization
     dtype_bytes = 1 if kv_cache_dtype in FP8_KV_DTYPES else target.dtype_bytes
     models = [target] + ([draft] if draft is not None else [])
-    splits = [tensor_parallel_size, draft_tensor_parallel_size][:len(models)]
-    shapes = [_per_gpu(kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager), tp)
-              for m, tp in zip(models, splits)]
+    splits = [(tensor_parallel_size, pipeline_parallel_size), (draft_tensor_parallel_size, 1)][:len(models)]
+    shapes = [_per_stage(kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+                                  tensor_parallel_size=tp), pp)
+              for m, (tp, pp) in zip(models, splits)]
     budget = int(profile.total_bytes * utilization)
-    target_weights = (target.weight_bytes or 0) // tensor_parallel_size
+    target_weights = (target.weight_bytes or 0) // (tensor_parallel_size * pipeline_parallel_size)
     draft_weights = (draft.weight_bytes or 0) // draft_tensor_parallel_size if draft is not None else 0
     kv_budget = budget - target_weights - draft_weights - profile.runtime_reserve_bytes
     needed = max_num_seqs * sum(s.bytes_at(max_model_len) for s in shapes)
@@ -215,7 +220,8 @@ def plan_memory(
         return plan_memory(target, draft, profile, max_model_len=max_model_len, gpu_memory_utilization=utilization,
                            kv_cache_dtype="fp8", max_num_seqs=max_num_seqs,
                            hybrid_kv_cache_manager=hybrid_kv_cache_manager, tensor_parallel_size=tensor_parallel_size,
-                           draft_tensor_parallel_size=draft_tensor_parallel_size).max_context_that_fits
+                           draft_tensor_parallel_size=draft_tensor_parallel_size,
+                           pipeline_parallel_size=pipeline_parallel_size).max_context_that_fits
 
     return plan.model_copy(update={"advice": _advice(plan, shapes, fp8_context if dtype_bytes > 1 else None)})
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint
 from specdraft.planning._memory import PROFILES, MemoryPlan, plan_memory
+from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import DEFAULT_MAX_MODEL_LEN, LaunchRequest
 
 
@@ -35,16 +36,17 @@ def _utilization(request: LaunchRequest) -> tuple[float, str]:
 
 
 def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint | None, *, hybrid_kv_cache_manager: bool,
-                  draft_tensor_parallel_size: int) -> MemoryChoice:
-    """The context length and utilization for the pair on ``request.profile``."""
+                  parallel: ParallelPlan) -> MemoryChoice:
+    """The context length and utilization for the pair on one GPU of ``request.profile`` under ``parallel``."""
     utilization, utilization_reason = _utilization(request)
 
     def memory_at(tokens: int) -> MemoryPlan:
         return plan_memory(target, draft if draft is not None and draft.is_known else None, PROFILES[request.profile], max_model_len=tokens,
                            gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
                            max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
-                           tensor_parallel_size=request.tensor_parallel_size,
-                           draft_tensor_parallel_size=draft_tensor_parallel_size)
+                           tensor_parallel_size=parallel.tensor_parallel_size,
+                           draft_tensor_parallel_size=parallel.draft_tensor_parallel_size,
+                           pipeline_parallel_size=parallel.pipeline_parallel_size)
 
     chosen = dict(utilization=utilization, utilization_reason=utilization_reason)
     if request.max_model_len is not None:

@@ -20,6 +20,9 @@ from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
+from specdraft.planning._nodes import NodeCommand, node_commands
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._serve_checks import allow_leaky_template, plan_findings, shape_serve_flags
 from specdraft.planning._serve_plan import ServePlan
@@ -59,6 +62,12 @@ class LaunchPlan(BaseModel):
     """Whether the plan passes ``--async-scheduling`` (or ``--no-async-scheduling``), and why."""
     k_schedule: KScheduleDecision
     """K per batch size: the schedule or the one K, and why."""
+    parallel: ParallelPlan
+    """TP, PP, DP and the draft's TP on the request's GPUs and nodes."""
+    nodes: list[NodeCommand]
+    """One command per node, each starting with that node's hotfix step (one entry on a single host)."""
+    container_nodes: list[NodeCommand]
+    """The same inside a ``vllm/vllm-openai`` container: the container's own vLLM patched, then verified."""
 
     @property
     def argv(self) -> list[str]:
@@ -84,6 +93,8 @@ class LaunchPlan(BaseModel):
             "template": self.template.summary(),
             "async_scheduling": self.async_scheduling.model_dump(),
             "k_schedule": self.k_schedule.model_dump(mode="json"),
+            "parallel": self.parallel.model_dump(),
+            "nodes": [{**node.model_dump(), "script": node.script} for node in self.nodes],
             "ok": not self.has_errors,
         }
 
@@ -94,7 +105,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     template = decided.template
     return PairFacts(
         target=facts.target, draft=facts.draft, speculative=decided.speculative.config,
-        tensor_parallel_size=facts.request.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
+        tensor_parallel_size=decided.parallel.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
         hotfix_mode=facts.request.hotfixes,
@@ -107,17 +118,35 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     )
 
 
+def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serve: ServePlan,
+                   in_container: bool = False) -> list[NodeCommand]:
+    """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts; in a
+    container specdraft runs as ``python3 -m specdraft`` and always patches the image's fresh vLLM."""
+    request = facts.request
+    needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
+                                            method=decided.speculative.resolved_method))
+    mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
+    return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
+                         master_addr=request.master_addr, hotfixes=mode, only=list(needed),
+                         specdraft=("python3", "-m", "specdraft") if in_container else ("specdraft",),
+                         python=None if in_container else request.python)
+
+
 def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     """Inspect, decide, check; never raises for an incompatible pair (that is what findings are for)."""
     facts = gather_facts(request)
     decided = decide(facts)
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
-    findings = allow_leaky_template(check_pair(_pair_facts(facts, decided, serve)) + flag_findings
-                                    + plan_verdicts(facts, decided) + method_verdicts(facts, decided), facts, decided)
+    pair = _pair_facts(facts, decided, serve)
+    findings = allow_leaky_template(check_pair(pair) + flag_findings + plan_verdicts(facts, decided)
+                                    + method_verdicts(facts, decided), facts, decided)
     return LaunchPlan(
         request=request, serve=serve, speculative=decided.speculative.config,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
         target=facts.target, draft=facts.draft, method_ranking=facts.ranking, vllm=facts.vllm,
         template=decided.template, async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
+        parallel=decided.parallel,
+        nodes=_node_commands(facts, decided, pair, serve),
+        container_nodes=_node_commands(facts, decided, pair, serve, in_container=True),
     )

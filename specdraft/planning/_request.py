@@ -28,7 +28,7 @@ DEFAULT_MAX_MODEL_LEN = 131072
 class CliOption:
     """How a request field appears on ``specdraft launch``'s command line."""
 
-    group: Literal["the pair", "running"] = "the pair"
+    group: Literal["the pair", "GPUs and nodes", "running"] = "the pair"
     metavar: str | None = None
     switch: str | None = None
     """A switch spelled apart from the field (``--no-async-scheduling`` sets ``async_scheduling`` to ``const``)."""
@@ -78,10 +78,27 @@ class LaunchRequest(BaseModel):
     """KV cache dtype (fp8 halves KV memory)."""
     max_num_seqs: Annotated[int, CliOption(metavar="N")] = Field(default=1, ge=1)
     """Concurrent sequences."""
-    tensor_parallel_size: Annotated[int, CliOption(metavar="N")] = Field(default=1, ge=1)
-    """Target tensor-parallel size; --tensor-parallel-size is passed only when above 1."""
-    draft_tensor_parallel_size: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
+    gpus_per_node: Annotated[int, CliOption(group="GPUs and nodes", metavar="N")] = Field(default=1, ge=1, le=64)
+    """GPUs of --profile on each node (2, 4 or 8 on an H100/H200 host)."""
+    nodes: Annotated[int, CliOption(group="GPUs and nodes", metavar="N")] = Field(default=1, ge=1, le=64)
+    """Hosts one engine spans (2 for two DGX Sparks joined by their cable); one command per node is planned."""
+    tensor_parallel_size: Annotated[int | None, CliOption(group="GPUs and nodes", metavar="N")] = Field(
+        default=None, ge=1)
+    """Target tensor-parallel size; unset: every GPU of the nodes (per pipeline stage) the heads divide by;
+    passed only when above 1."""
+    draft_tensor_parallel_size: Annotated[int | None, CliOption(group="GPUs and nodes", metavar="N")] = Field(
+        default=None, ge=1)
     """Draft tensor-parallel size; unset: the target's (what draft_model needs)."""
+    pipeline_parallel_size: Annotated[int, CliOption(group="GPUs and nodes", metavar="N")] = Field(default=1, ge=1)
+    """Pipeline stages of the target."""
+    data_parallel_size: Annotated[int, CliOption(group="GPUs and nodes", metavar="N")] = Field(default=1, ge=1)
+    """Copies of the engine on one host (many users: TP 2 x DP 4 on 8 GPUs)."""
+    multi_node: Annotated[Literal["native", "ray"], CliOption(group="GPUs and nodes")] = "native"
+    """How nodes join: vLLM's own --nnodes/--headless, or a Ray cluster (--distributed-executor-backend ray)."""
+    hosts: Annotated[str | None, CliOption(group="GPUs and nodes", metavar="H0,H1")] = None
+    """The nodes' names, node 0 (the API server) first; unset: node0, node1, ..."""
+    master_addr: Annotated[str | None, CliOption(group="GPUs and nodes", metavar="ADDR")] = None
+    """Node 0's address as the other nodes reach it; unset: its name from --hosts."""
     quantization: str | None = None
     """Target --quantization; unset: what the checkpoint declares."""
     draft_quantization: str | None = None
@@ -111,6 +128,18 @@ class LaunchRequest(BaseModel):
     """Plan against the vLLM package in DIR (site-packages, unpacked wheel) instead of an interpreter's."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed to vllm serve verbatim."""
+
+    @property
+    def host_names(self) -> list[str]:
+        """``hosts`` as a list (empty when unset)."""
+        return [name.strip() for name in (self.hosts or "").split(",") if name.strip()]
+
+    @model_validator(mode="after")
+    def _one_host_per_node(self) -> "LaunchRequest":
+        if self.hosts is not None and len(self.host_names) != self.nodes:
+            raise ValueError(f"hosts: {len(self.host_names)} name(s) in {self.hosts!r} for {self.nodes} node(s) "
+                             "(--nodes)")
+        return self
 
     @field_validator("target", "draft")
     @classmethod

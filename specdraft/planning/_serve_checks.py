@@ -8,6 +8,7 @@ the memory plan, and what the plan left to vLLM.
 from __future__ import annotations
 
 from specdraft.findings import Finding
+from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._memory import MemoryPlan
@@ -107,9 +108,9 @@ _K_SCHEDULE_FINDING = {"single-k": "info", "loses": "warning", "unmeasured": "in
 
 
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
-    """Async scheduling left to vLLM, K per batch size, the memory verdict, and weights the memory plan could
-    not count."""
-    findings = []
+    """The parallel sizes, async scheduling left to vLLM, K per batch size, the memory verdict, and weights the
+    memory plan could not count."""
+    findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
         findings.append(Finding(level="info", check="async-scheduling",
                                 message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))

@@ -136,9 +136,9 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
     return default.k, default.reason
 
 
-def choose_speculative(request: LaunchRequest, draft: Checkpoint | None,
+def choose_speculative(request: LaunchRequest, draft: Checkpoint | None, draft_tensor_parallel_size: int,
                        ranking: MethodRanking | None = None, target: Checkpoint | None = None) -> SpeculativeChoice:
-    """Method, K, draft TP, quantization, revision and the draft-less methods' options for
+    """Method, K, draft TP (the parallel plan's), quantization, revision and the draft-less methods' options for
     ``--speculative-config``."""
     method, why = choose_method(request, draft, ranking)
     resolved = method or "draft_model"
@@ -152,8 +152,7 @@ def choose_speculative(request: LaunchRequest, draft: Checkpoint | None,
         method=method,
         model=request.draft if uses_draft else None,
         num_speculative_tokens=k,
-        draft_tensor_parallel_size=(request.draft_tensor_parallel_size or request.tensor_parallel_size)
-        if uses_draft else None,
+        draft_tensor_parallel_size=draft_tensor_parallel_size if uses_draft else None,
         quantization=(request.draft_quantization or draft.quantization.method) if uses_draft else None,
         revision=request.draft_revision if uses_draft else None,
         **method_options(request, resolved),

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
 from specdraft.checkpoints import Checkpoint, language_model_parameters
-from specdraft.planning._memory import PROFILES
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 from specdraft.planning._speculators import speculator_of
 
@@ -206,6 +205,6 @@ def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     return release_verdicts(
         facts.target, facts.draft, method=resolved_method(config, facts.draft), k=config.num_speculative_tokens,
         max_model_len=decided.memory.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
-        tensor_parallel_size=request.tensor_parallel_size,
-        draft_tensor_parallel_size=config.draft_tensor_parallel_size or request.tensor_parallel_size,
-        version=facts.vllm.version, profile=request.profile, gpus=PROFILES[request.profile].gpus)
+        tensor_parallel_size=decided.parallel.tensor_parallel_size,
+        draft_tensor_parallel_size=decided.parallel.draft_tensor_parallel_size,
+        version=facts.vllm.version, profile=decided.parallel.topology.name, gpus=decided.parallel.topology.gpus)

@@ -18,7 +18,7 @@ from typing import Callable
 from . import patch_trees
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS = REPO / "specdraft" / "planning" / "data" / "models"
+MODELS = REPO / "specdraft" / "checkpoints" / "data" / "models"
 TEMPLATE = REPO / "chat_templates" / "gemma4-e-series.jinja"
 
 # Text a user can type where a number is expected.

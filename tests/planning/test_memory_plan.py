@@ -76,12 +76,34 @@ def test_longer_utilization_is_suggested_when_it_would_fit(spark_pair):
 
 
 def test_tensor_parallelism_splits_weights_and_kv_across_gpus(spark_pair):
+    target, draft = spark_pair
     one = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072)
     two = plan_memory(*spark_pair, PROFILES["h100"], max_model_len=131072, tensor_parallel_size=2,
                       draft_tensor_parallel_size=2)
-    assert two.kv_bytes_needed == one.kv_bytes_needed // 2
+    target_alone = [plan_memory(target, None, PROFILES["h100"], max_model_len=131072, tensor_parallel_size=tp)
+                    for tp in (1, 2)]
+    assert target_alone[1].kv_bytes_needed == target_alone[0].kv_bytes_needed // 2
     assert two.target_weight_bytes == one.target_weight_bytes // 2
     assert two.fits and not one.fits
+
+
+def test_a_kv_head_is_replicated_not_split_past_the_tp_size(spark_pair, tmp_path):
+    """E2B has one KV head: at TP 2 each rank keeps a copy (vLLM's QKVParallelLinear), so its KV is not halved;
+    the 31B's 4 full-layer KV heads at TP 8 are one per rank, twice a naive eighth."""
+    draft = spark_pair[1]
+    shapes = [kv_shape(draft, kv_dtype_bytes=1, hybrid_kv_cache_manager=False, tensor_parallel_size=tp)
+              for tp in (1, 2)]
+    assert shapes[1] == shapes[0]
+    target = inspect_checkpoint("google/gemma-4-31B-it", hf_cache=tmp_path)
+    at_8 = kv_shape(target, kv_dtype_bytes=2, hybrid_kv_cache_manager=True, tensor_parallel_size=8)
+    assert (at_8.per_token_bytes, at_8.windowed_bytes) == (81920 // 4, 819200 // 8)
+
+
+def test_pipeline_stages_split_the_targets_weights_and_kv(spark_pair):
+    target = spark_pair[0]
+    one, two = (plan_memory(target, None, PROFILES["h100"], max_model_len=65536, pipeline_parallel_size=pp)
+                for pp in (1, 2))
+    assert (two.target_weight_bytes, two.kv_bytes_needed) == (one.target_weight_bytes // 2, one.kv_bytes_needed // 2)
 
 
 def test_kv_bytes_per_token_match_what_vllm_allocated_on_an_h200(tmp_path):

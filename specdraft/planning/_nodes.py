@@ -1,0 +1,119 @@
+"""One shell command per node for a plan spread over several GPUs or hosts, each starting with that node's
+hotfix check so that a node whose vLLM lacks the hotfixes refuses to start or join.
+
+Two ways to join nodes, both in every vLLM release 0.19.0-0.33.0 (flags read from ``vllm/engine/arg_utils.py``
+and the server's ``cli_args.py``):
+
+- ``native``: every node runs ``vllm serve`` with ``--nnodes N --node-rank R --master-addr A --master-port P``;
+  node 0 serves the API, the others run ``--headless`` workers (``vllm/entrypoints/cli/serve.py``).
+  vLLM's multiprocessing executor is the only one it allows with ``--nnodes`` > 1 (``ParallelConfig``).
+- ``ray``: every node joins one Ray cluster (``ray start``); node 0 then runs ``vllm serve
+  --distributed-executor-backend ray`` and Ray places the ranks.
+
+Pure: the serve argv, the parallel plan and the addresses in, commands out.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from specdraft.planning._parallelism import ParallelPlan
+
+Backend = Literal["native", "ray"]
+HotfixMode = Literal["apply", "check", "skip"]
+MASTER_PORT = 29501
+"""vLLM's default ``--master-port`` (``ParallelConfig.master_port``)."""
+RAY_PORT = 6379
+VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
+"""What the ``vllm`` console script runs (entry point ``vllm.entrypoints.cli.main:main``, also runnable as
+``__main__`` in every release 0.19-0.33). Run by the planned interpreter, it is the install that was located,
+patched and checked, whatever ``vllm`` is first on PATH."""
+MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless")
+
+
+class NodeCommand(BaseModel):
+    """What one node runs: the steps, joined by ``&&`` so a failed hotfix check stops the node."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    rank: int
+    role: str
+    """``api server``, ``headless worker``, ``ray head`` or ``ray worker``."""
+    steps: list[list[str]]
+
+    @property
+    def script(self) -> str:
+        """The steps as one POSIX shell line; the last one is exec'd so signals reach vLLM."""
+        quoted = [shlex.join(step) for step in self.steps]
+        quoted[-1] = "exec " + quoted[-1]
+        return " && ".join(quoted)
+
+
+def hotfix_steps(mode: HotfixMode, specdraft: Sequence[str], python: str | None,
+                 only: Sequence[str] = ()) -> list[list[str]]:
+    """The node's own hotfix step: ``check`` refuses while anything is pending or drifted; ``apply``
+    patches, then verifies (``patch verify`` fails when a fix is missing)."""
+    target = ["--python", python] if python else []
+    selection = ["--only", *only] if only else []
+    if mode == "check":
+        return [[*specdraft, "patch", "status", "--check", *target, *selection]]
+    if mode == "apply":
+        return [[*specdraft, "patch", "apply", *target, *selection],
+                [*specdraft, "patch", "verify", *target, *selection]]
+    return []
+
+
+def _without(argv: Sequence[str], flags: Sequence[str]) -> list[str]:
+    """``argv`` without the given flags and their values (a node sets its own)."""
+    kept, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in flags:
+            skip = "=" not in word and name != "--headless"
+            continue
+        kept.append(word)
+    return kept
+
+
+
+
+def node_commands(serve_argv: Sequence[str], parallel: ParallelPlan, *, hosts: Sequence[str] = (),
+                  backend: Backend = "native", master_addr: str | None = None, master_port: int = MASTER_PORT,
+                  hotfixes: HotfixMode = "check", specdraft: Sequence[str] = ("specdraft",),
+                  python: str | None = None, only: Sequence[str] = ()) -> list[NodeCommand]:
+    """One command per node of ``parallel.topology`` around ``serve_argv`` (the plan's, parallel sizes
+    included); ``hosts`` name them (node 0 first) and default to
+    ``node0``, ``node1``...; ``master_addr`` is node 0's address as the others reach it (default: its name).
+    With ``python`` the hotfix step checks that interpreter's vLLM and the same interpreter serves it."""
+    nodes = parallel.topology.nodes
+    hosts = list(hosts) or [f"node{rank}" for rank in range(nodes)]
+    if len(hosts) != nodes:
+        raise ValueError(f"{len(hosts)} hosts named for {nodes} nodes")
+    check = hotfix_steps(hotfixes, specdraft, python, only)
+    if python and serve_argv[:1] == ["vllm"]:
+        serve_argv = [python, "-m", VLLM_CLI_MODULE, *serve_argv[1:]]
+    if nodes == 1:
+        return [NodeCommand(host=hosts[0], rank=0, role="api server", steps=[*check, list(serve_argv)])]
+    # the plan's sizes are in the serve argv already; each node sets how it joins, whatever came after --
+    argv = _without(serve_argv, [*MULTI_NODE_FLAGS, "--distributed-executor-backend"])
+    address = master_addr or hosts[0]
+    if backend == "ray":
+        head = [*check, ["ray", "start", "--head", f"--port={RAY_PORT}"],
+                [*argv, "--distributed-executor-backend", "ray"]]
+        workers = [[*check, ["ray", "start", f"--address={address}:{RAY_PORT}", "--block"]]
+                   for _ in hosts[1:]]
+        return [NodeCommand(host=hosts[0], rank=0, role="ray head", steps=head)] + [
+            NodeCommand(host=host, rank=rank, role="ray worker", steps=steps)
+            for rank, (host, steps) in enumerate(zip(hosts[1:], workers), start=1)]
+    joined = [*argv, "--nnodes", str(nodes), "--master-addr", address, "--master-port", str(master_port)]
+    return [NodeCommand(host=host, rank=rank, role="api server" if rank == 0 else "headless worker",
+                        steps=[*check, [*joined, "--node-rank", str(rank), *(["--headless"] if rank else [])]])
+            for rank, host in enumerate(hosts)]

@@ -1,0 +1,96 @@
+"""``specdraft launch`` over several GPUs and nodes: the sizes it plans and one command per node."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from specdraft.testbed.release_trees import release_tree
+
+TARGET, DRAFT, ASSISTANT = "google/gemma-4-31B-it", "google/gemma-4-E2B-it", "google/gemma-4-31B-it-assistant"
+
+
+def _launch(specdraft_cli, *options: str, draft: str = DRAFT):
+    root = release_tree("0.26.0", progress=lambda _: None)
+    return specdraft_cli("launch", "--target", TARGET, "--draft", draft, "--vllm-root", str(root), *options)
+
+
+def _nodes(stdout: str) -> list[tuple[str, list[str]]]:
+    lines = stdout.splitlines()
+    return [(header, shlex.split(command)) for header, command in zip(lines[::2], lines[1::2])]
+
+
+def test_two_sparks_print_one_command_per_node_each_patching_its_own_vllm_first(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hosts", "spark1,spark2",
+                   "--master-addr", "192.168.100.10", "--print")
+    assert done.returncode == 0, done.stderr
+    (head, head_words), (worker, worker_words) = _nodes(done.stdout)
+    assert (head, worker) == ("# spark1 (node 0, api server)", "# spark2 (node 1, headless worker)")
+    for words in (head_words, worker_words):
+        assert words[:3] == ["specdraft", "patch", "apply"] and "verify" in words
+        serve = words[words.index("exec") + 1:]
+        assert serve[:3] == ["vllm", "serve", TARGET]
+        assert serve[serve.index("--tensor-parallel-size") + 1] == "2"
+        assert serve[serve.index("--master-addr") + 1] == "192.168.100.10"
+        assert json.loads(serve[serve.index("--speculative-config") + 1])["draft_tensor_parallel_size"] == 2
+    assert worker_words[-1] == "--headless" and "--headless" not in head_words
+
+
+def test_check_mode_nodes_refuse_to_start_while_a_needed_hotfix_is_pending(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hotfixes", "check", "--print")
+    (_, words), _ = _nodes(done.stdout)
+    assert words[:5] == ["specdraft", "patch", "status", "--check", "--only"] and words[words.index("&&") + 1] == "exec"
+
+
+def test_dry_run_json_carries_the_parallel_sizes_and_the_node_scripts(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "8", "--tensor-parallel-size", "2",
+                   "--data-parallel-size", "4", "--dry-run", "--json")
+    plan = json.loads(done.stdout)
+    sizes = plan["parallel"]
+    sizes_asked = (sizes["tensor_parallel_size"], sizes["data_parallel_size"], sizes["draft_tensor_parallel_size"])
+    assert sizes_asked == (2, 4, 2)
+    assert sizes["target_kv_heads_per_rank"] == {"sliding": 8, "full": 2}
+    (node,) = plan["nodes"]
+    assert node["script"].startswith("specdraft patch apply --only ")
+    assert node["script"].endswith("&& exec " + shlex.join(plan["argv"]))
+    assert plan["argv"][3:7] == ["--tensor-parallel-size", "2", "--data-parallel-size", "4"]
+    assert plan["ok"]
+
+
+def test_an_mtp_assistant_at_tp_1_beside_a_tp_2_target_is_allowed_a_draft_model_is_not(specdraft_cli):
+    mtp = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2", "--draft-tensor-parallel-size", "1",
+                  "--dry-run", "--json", draft=ASSISTANT)
+    draft_model = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2",
+                          "--draft-tensor-parallel-size", "1", "--dry-run", "--json")
+    checks = {f["check"]: f["level"] for f in json.loads(mtp.stdout)["findings"]}
+    assert checks["draft-tensor-parallel"] == "ok"
+    refused = {f["check"]: f["level"] for f in json.loads(draft_model.stdout)["findings"]}
+    assert refused["draft-tensor-parallel"] == "error" and draft_model.returncode == 1
+
+
+def test_more_ranks_than_gpus_is_an_error_and_exit_1(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2", "--tensor-parallel-size", "4",
+                   "--dry-run", "--json")
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["level"] == "error"]
+    assert done.returncode == 1 and [f["check"] for f in findings] == ["tensor-parallel"]
+
+
+def test_a_multi_node_plan_is_not_exec_d_from_one_node(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[0] == "specdraft: error: a plan over 2 nodes runs one command on each node"
+
+
+def test_hosts_must_name_every_node(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hosts", "spark1", "--print")
+    assert done.returncode == 2 and "1 name(s) in 'spark1' for 2 node(s)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_docker_nodes_run_on_the_host_network_and_patch_the_image(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--multi-node", "ray", "--docker")
+    (_, head), (_, worker) = _nodes(done.stdout)
+    for words in (head, worker):
+        assert words[:2] == ["docker", "run"] and words[words.index("--network") + 1] == "host"
+        assert "python3 -m specdraft patch apply --only" in words[-1]
+    assert words[-1].endswith("exec ray start --address=node0:6379 --block")
