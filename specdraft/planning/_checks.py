@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.patching import Status, Trait
 from specdraft.checkpoints import Checkpoint
+from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import HotfixMode
 from specdraft.checkpoints import shipped_assistants
@@ -413,7 +414,8 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
     traits = pairing_traits(hybrid_kv_cache_manager_off=facts.hybrid_kv_cache_manager_disabled,
-                            method=resolved_method(facts.speculative, draft))
+                            method=resolved_method(facts.speculative, draft),
+                            moe_per_expert_weights=stores_experts_apart(facts.target))
     findings.append(check_hotfixes(traits, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))

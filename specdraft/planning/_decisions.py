@@ -45,7 +45,7 @@ def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
     parallel = choose_parallel(request, facts)
-    speculative = choose_speculative(request, draft, parallel.draft_tensor_parallel_size, facts.ranking)
+    speculative = choose_speculative(request, draft, parallel.draft_tensor_parallel_size, facts.ranking, target)
     k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
                                    method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
                                    k_given=request.num_speculative_tokens is not None, extra_args=request.extra_args)

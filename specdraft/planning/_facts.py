@@ -14,6 +14,7 @@ from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
+from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculators import speculator_from_name, speculator_of
@@ -84,7 +85,8 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     if not request.ranks_methods:
         traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
                                 or HYBRID_FLAG in request.extra_args,
-                                method=choose_method(request, draft)[0] or "draft_model")
+                                method=choose_method(request, draft)[0] or "draft_model",
+                                moe_per_expert_weights=stores_experts_apart(target))
         vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
         return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)

@@ -8,9 +8,13 @@ from __future__ import annotations
 from specdraft.patching import CatalogEntry, Trait, needed_hotfixes
 
 
-def pairing_traits(*, hybrid_kv_cache_manager_off: bool, method: str) -> frozenset[Trait]:
-    """The traits of a pairing that runs ``method`` (the one vLLM resolves), with or without the hybrid manager."""
+def pairing_traits(*, hybrid_kv_cache_manager_off: bool, method: str,
+                   moe_per_expert_weights: bool = False) -> frozenset[Trait]:
+    """The traits of a pairing that runs ``method`` (the one vLLM resolves), with or without the hybrid manager,
+    whose target may be a mixture-of-experts checkpoint storing its experts apart."""
     traits = set()
+    if moe_per_expert_weights:
+        traits.add(Trait.MOE_PER_EXPERT_WEIGHTS)
     if hybrid_kv_cache_manager_off:
         traits.add(Trait.HYBRID_KV_CACHE_MANAGER_OFF)
     if method == "mtp":

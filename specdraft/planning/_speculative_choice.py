@@ -46,8 +46,22 @@ _DRAFTLESS_K = DefaultK(k=3, reason="the K measured for ngram_gpu on an H100 (do
 _OPTION_FIELDS = ("prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max_tree_depth")
 
 
-def default_num_speculative_tokens(profile: str, assistant: bool = False) -> DefaultK:
-    """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant."""
+# Beside a MoE target (26B-A4B: ~4 ms per token on an H200) a drafted token's host time is no longer hidden:
+# measured on an H200 with vLLM 0.26.0 (docs/gpu/README.md section 6), the MTP assistant was fastest at K = 4
+# (1.67x at alpha 0.85, 1.34x at 0.70; K = 8 near break-even) and the E2B draft lost at every K (best K = 1).
+_HOPPER_MOE_K = {
+    True: DefaultK(k=4, reason="the fastest K measured on an H200 for the 26B-A4B's MTP assistant at alpha 0.70 and "
+                               "0.85 (vLLM 0.26.0, docs/gpu/README.md section 6)"),
+    False: DefaultK(k=1, reason="the least bad K measured on an H200 for an E2B draft beside the 26B-A4B: every K lost "
+                                "to the target alone (0.62x at K = 1; docs/gpu/README.md section 6)"),
+}
+
+
+def default_num_speculative_tokens(profile: str, assistant: bool = False, moe_target: bool = False) -> DefaultK:
+    """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant,
+    beside a dense or a mixture-of-experts target (measured for the latter on Hopper only)."""
+    if moe_target and profile in ("h100", "h200"):
+        return _HOPPER_MOE_K[assistant]
     table = _ASSISTANT_K if assistant else _DRAFT_MODEL_K
     return table.get(profile, table["dgx-spark"])
 
@@ -106,7 +120,7 @@ def choose_method(request: LaunchRequest, draft: Checkpoint | None,
 
 
 def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
-               ranking: MethodRanking | None) -> tuple[int, str]:
+               ranking: MethodRanking | None, moe_target: bool = False) -> tuple[int, str]:
     if ranking is not None and ranking.ranked and ranking.ranked[0].method == method and ranking.ranked[0].k:
         return ranking.ranked[0].k, "--method auto: tune's pick for this method in the ranking"
     if method in DRAFTLESS_METHODS:
@@ -114,7 +128,8 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
     speculator = speculator_of(draft) if draft is not None else None
     if speculator is not None and speculator.speculative_tokens:
         return speculator.speculative_tokens, "the speculator's own speculative_tokens (speculators_config)"
-    default = default_num_speculative_tokens(request.profile, method != "draft_model")
+    default = default_num_speculative_tokens(request.profile, method != "draft_model",
+                                             moe_target and method in ("draft_model", "mtp"))
     if method in ("eagle3", "dflash"):
         return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3 and DFlash drafters run on "
                            "vLLM's EAGLE proposer like it; not measured for them)")
@@ -122,7 +137,7 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
 
 
 def choose_speculative(request: LaunchRequest, draft: Checkpoint | None, draft_tensor_parallel_size: int,
-                       ranking: MethodRanking | None = None) -> SpeculativeChoice:
+                       ranking: MethodRanking | None = None, target: Checkpoint | None = None) -> SpeculativeChoice:
     """Method, K, draft TP (the parallel plan's), quantization, revision and the draft-less methods' options for
     ``--speculative-config``."""
     method, why = choose_method(request, draft, ranking)
@@ -130,7 +145,8 @@ def choose_speculative(request: LaunchRequest, draft: Checkpoint | None, draft_t
     if request.num_speculative_tokens:
         k, k_reason = request.num_speculative_tokens, "given"
     else:
-        k, k_reason = _default_k(request, resolved, draft, ranking)
+        moe_target = target is not None and bool(target.text_config.get("enable_moe_block"))
+        k, k_reason = _default_k(request, resolved, draft, ranking, moe_target)
     uses_draft = resolved not in DRAFTLESS_METHODS and draft is not None
     config = SpeculativeConfig(
         method=method,

@@ -32,6 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 from specdraft.errors import UserError
 from specdraft.families.gemma4 import (
@@ -169,25 +170,36 @@ def build_tiny_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
     torch. Weights are seeded random, bf16.
     """
     root = Path(out_dir).expanduser() / f"tiny-gemma4-{_content_key(seed)}"
-    pair = TinyPair(target=root / "target", draft=root / "draft")
-    if (root / ".complete").is_file():
-        return pair
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tiny-gemma4-", dir=root.parent))
-    staging.chmod(0o755)
-    try:
+
+    def write(staging: Path) -> None:
         _write_checkpoint(staging / "target", TARGET_CONFIG, seed)
         _write_checkpoint(staging / "draft", DRAFT_CONFIG, seed + 1, silence=_SILENCED_DRAFT_OUTPUTS)
         (staging / ".complete").write_text(json.dumps({"seed": seed, "layout": _LAYOUT_VERSION}) + "\n")
+
+    write_once(root, write)
+    return TinyPair(target=root / "target", draft=root / "draft")
+
+
+def write_once(root: Path, write: Callable[[Path], None]) -> None:
+    """Have `write` fill a staging directory that becomes `root`, unless `root` is already complete.
+
+    `write` must create `.complete` in the directory it is given; a process that loses the race
+    to another writing the same `root` keeps the other's (identical) result.
+    """
+    if (root / ".complete").is_file():
+        return
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+    staging.chmod(0o755)
+    try:
+        write(staging)
         try:
             staging.rename(root)
         except OSError:
-            # Another process finished the same pair first; theirs is identical.
             if not (root / ".complete").is_file():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return pair
 
 
 def write_tiny_assistant(out_dir: str | os.PathLike) -> Path:

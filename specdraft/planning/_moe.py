@@ -1,0 +1,36 @@
+"""Whether a mixture-of-experts target stores each expert's weights apart (``Trait.MOE_PER_EXPERT_WEIGHTS``).
+
+On disk the checkpoint's tensor names decide (read from the safetensors headers, no weights):
+``...experts.{id}.gate_proj...`` means per expert, ``...experts.gate_up_proj`` fused. Not on disk, a
+published repository's layout comes from ``data/moe_expert_layouts.json`` (with its public source);
+any other MoE checkpoint is assumed to store its experts apart, since that cannot be ruled out and
+the hotfixes it brings in change nothing for a fused checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from specdraft.checkpoints import Checkpoint
+from specdraft.safetensors_index import read_tensor_index, safetensors_files
+
+_PER_EXPERT = re.compile(r"\.experts\.\d+\.")
+_LAYOUTS = Path(__file__).with_name("data") / "moe_expert_layouts.json"
+
+
+def stores_experts_apart(target: Checkpoint) -> bool:
+    """True for a MoE target whose experts are (or may be) stored one tensor per expert."""
+    if not target.is_known or not target.text_config.get("enable_moe_block"):
+        return False
+    if target.path is not None and safetensors_files(target.path):
+        return any(_PER_EXPERT.search(name) for name in read_tensor_index(target.path))
+    known = _published_layouts().get(target.ref)
+    return known is None or known["layout"] == "per-expert"
+
+
+@lru_cache(maxsize=1)
+def _published_layouts() -> dict[str, dict]:
+    return {repo: facts for repo, facts in json.loads(_LAYOUTS.read_text()).items() if not repo.startswith("_")}

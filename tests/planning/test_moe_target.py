@@ -1,0 +1,71 @@
+"""A Gemma 4 MoE target (26B-A4B) whose checkpoint stores each expert apart brings in the MoE hotfixes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from specdraft.planning import LaunchRequest, build_launch_plan
+from specdraft.checkpoints import inspect_checkpoint
+from specdraft.planning._moe import stores_experts_apart
+from specdraft.testbed.release_trees import release_tree
+from specdraft.testbed.tiny_moe import build_tiny_moe
+
+PREFIX = "gemma4-moe-expert-prefix"
+ASSISTANT = "google/gemma-4-26B-A4B-it-assistant"
+
+
+@pytest.fixture(autouse=True)
+def offline_empty_hub(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def tiny_moe(tmp_path_factory):
+    return build_tiny_moe(tmp_path_factory.mktemp("tiny-moe"))
+
+
+@pytest.mark.parametrize("ref, apart", [
+    ("google/gemma-4-26B-A4B-it", False),  # Google's checkpoint: fused experts
+    ("bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4", True),  # per expert, under .moe.experts.{id}.
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", True),  # layout not published: cannot be ruled out
+    ("google/gemma-4-31B-it", False),  # dense
+])
+def test_published_checkpoints_without_their_files(ref, apart):
+    assert stores_experts_apart(inspect_checkpoint(ref, revision=None)) is apart
+
+
+def test_a_checkpoint_on_disk_is_judged_by_its_tensor_names(tiny_moe):
+    assert stores_experts_apart(inspect_checkpoint(str(tiny_moe.per_expert), revision=None))
+    assert not stores_experts_apart(inspect_checkpoint(str(tiny_moe.fused), revision=None))
+
+
+@pytest.mark.parametrize("target, needed", [("bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4", True),
+                                            ("google/gemma-4-26B-A4B-it", False)])
+def test_a_per_expert_target_needs_the_prefix_hotfix_on_a_pending_release(tmp_path, target, needed):
+    root = tmp_path / "site"
+    shutil.copytree(release_tree("0.33.0", progress=lambda line: None), root)
+    plan = build_launch_plan(LaunchRequest(target=target, draft=ASSISTANT, vllm_root=root, hotfixes="check"))
+    (finding,) = [f for f in plan.findings if f.check == "hotfixes"]
+    if needed:
+        assert finding.level == "error" and f"{PREFIX} pending" in finding.message
+    else:  # the MTP hotfix is fixed upstream in 0.33.0, and nothing else is needed
+        assert finding.level == "ok", finding.message
+
+
+@pytest.mark.parametrize("draft, k", [(ASSISTANT, 4), ("google/gemma-4-E2B-it", 1)])
+def test_hopper_default_k_beside_a_moe_target_is_the_measured_one(draft, k):
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-26B-A4B-it", draft=draft, profile="h200"))
+    assert plan.speculative.num_speculative_tokens == k
+    flag = plan.serve.flag("--speculative-config")
+    assert f"{k} draft tokens per step (" in flag.reason and "26B-A4B" in flag.reason and "section 6" in flag.reason
+
+
+def test_a_dense_target_keeps_its_own_default_k():
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=ASSISTANT.replace("26B-A4B", "31B"),
+                                           profile="h200"))
+    assert plan.speculative.num_speculative_tokens == 8
