@@ -12,18 +12,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.checkpoints import Checkpoint, shipped_assistants
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
+from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
-from specdraft.checkpoints import Checkpoint
-from specdraft.planning._moe import stores_experts_apart
+from specdraft.planning._moe import is_moe_target, stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import HotfixMode
-from specdraft.checkpoints import shipped_assistants
-from specdraft.planning._vllm_install import VllmFacts
-from specdraft.findings import Finding
-from specdraft.quantization import check_quantization as check_checkpoint_quantization
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 from specdraft.planning._template_choice import CheckpointComparison
+from specdraft.planning._vllm_install import VllmFacts
+from specdraft.quantization import check_quantization as check_checkpoint_quantization
 
 HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 
@@ -51,6 +50,8 @@ class PairFacts(BaseModel):
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
     """The GPU's, from the profile; quantization kernels depend on it."""
+    profile: str | None = None
+    """The GPU profile the plan is for (what was measured depends on it)."""
 
 
 def _ok(check: str, message: str) -> Finding:
@@ -246,6 +247,27 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
                    hint=f"launch --draft {assistant}")
 
 
+def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
+                        profile: str | None) -> Finding | None:
+    """A warning where the pairing was measured slower than its target alone (None: not measured to lose).
+
+    On an H200 (vLLM 0.26.0, docs/gpu/README.md section 6) an E2B-shaped draft beside the 26B-A4B-shaped
+    target lost at every K from 1 to 8, at forced acceptance 0.85 and 0.70: the target steps in ~4 ms and each
+    drafted token costs ~11 ms of host time to launch. The MTP assistant won there (1.67x at K = 4).
+    """
+    if profile not in ("h100", "h200") or not is_moe_target(target):
+        return None
+    if resolved_method(speculative, draft) != "draft_model" or draft is None or draft.is_assistant:
+        return None
+    assistant = published_assistant(target)
+    return Finding(level="warning", check="measured-loss",
+                   message="a draft model beside a mixture-of-experts target decoded slower than the target alone "
+                           "at every K measured (0.15-0.62x on an H200, vLLM 0.26.0, forced acceptance 0.85 and "
+                           "0.70, docs/gpu/README.md section 6): the 4 ms target step cannot hide the draft's launch "
+                           "cost" + (f"; its MTP assistant {assistant} measured 1.67x at K = 4" if assistant else ""),
+                   hint=(f"launch --draft {assistant}" if assistant else "serve the target without speculation"))
+
+
 def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
                             vllm: VllmFacts, language_model_only: bool = False) -> Finding:
     is_draft_model = resolved_method(speculative, draft) == "draft_model"
@@ -408,6 +430,9 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     tip = suggest_mtp_assistant(facts.target, facts.speculative, draft)
     if tip is not None:
         findings.append(tip)
+    loss = check_measured_loss(facts.target, facts.speculative, draft, facts.profile)
+    if loss is not None:
+        findings.append(loss)
     if draft is not None and draft.is_known and facts.target.is_known:
         findings += [check_vocab_size(facts.target, draft), check_special_tokens(facts.target, draft)]
     findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))

@@ -21,9 +21,14 @@ _PER_EXPERT = re.compile(r"\.experts\.\d+\.")
 _LAYOUTS = Path(__file__).with_name("data") / "moe_expert_layouts.json"
 
 
+def is_moe_target(target: Checkpoint | None) -> bool:
+    """A known checkpoint whose layers route tokens to experts (Gemma 4 26B-A4B)."""
+    return target is not None and target.is_known and bool(target.text_config.get("enable_moe_block"))
+
+
 def stores_experts_apart(target: Checkpoint) -> bool:
     """True for a MoE target whose experts are (or may be) stored one tensor per expert."""
-    if not target.is_known or not target.text_config.get("enable_moe_block"):
+    if not is_moe_target(target):
         return False
     if target.path is not None and safetensors_files(target.path):
         return any(_PER_EXPERT.search(name) for name in read_tensor_index(target.path))

@@ -114,7 +114,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         checkpoint_template=template.checkpoint_template,
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
-        compute_capability=PROFILES[facts.request.profile].compute_capability,
+        compute_capability=PROFILES[facts.request.profile].compute_capability, profile=facts.request.profile,
     )
 
 

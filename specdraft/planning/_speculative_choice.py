@@ -14,6 +14,7 @@ from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._method_ranking import MethodRanking
 from specdraft.planning._methods import DRAFTLESS_METHODS
+from specdraft.planning._moe import is_moe_target
 from specdraft.planning._release_support import METHOD_OPTION_PREFIXES
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 from specdraft.planning._speculators import speculator_of
@@ -145,7 +146,7 @@ def choose_speculative(request: LaunchRequest, draft: Checkpoint | None, draft_t
     if request.num_speculative_tokens:
         k, k_reason = request.num_speculative_tokens, "given"
     else:
-        moe_target = target is not None and bool(target.text_config.get("enable_moe_block"))
+        moe_target = is_moe_target(target)
         k, k_reason = _default_k(request, resolved, draft, ranking, moe_target)
     uses_draft = resolved not in DRAFTLESS_METHODS and draft is not None
     config = SpeculativeConfig(

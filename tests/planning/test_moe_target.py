@@ -69,3 +69,19 @@ def test_a_dense_target_keeps_its_own_default_k():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=ASSISTANT.replace("26B-A4B", "31B"),
                                            profile="h200"))
     assert plan.speculative.num_speculative_tokens == 8
+
+
+@pytest.mark.parametrize("target, draft, profile, warned", [
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-E2B-it", "h100", True),  # measured: every K lost on Hopper
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-E2B-it", "h200", True),
+    ("google/gemma-4-26B-A4B-it", ASSISTANT, "h100", False),  # the MTP assistant won there
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-E2B-it", "dgx-spark", False),  # not measured there
+    ("google/gemma-4-31B-it", "google/gemma-4-E2B-it", "h100", False),  # dense target: 1.96x measured
+])
+def test_a_draft_model_beside_a_moe_target_on_hopper_is_warned_as_measured_slower(target, draft, profile, warned):
+    plan = build_launch_plan(LaunchRequest(target=target, draft=draft, profile=profile))
+    losses = [f for f in plan.findings if f.check == "measured-loss"]
+    assert bool(losses) is warned
+    if warned:
+        (loss,) = losses
+        assert loss.level == "warning" and "0.15-0.62x" in loss.message and ASSISTANT in loss.hint
