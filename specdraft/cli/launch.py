@@ -109,8 +109,7 @@ def _print_node_commands(plan, args: argparse.Namespace, status: ExitCode) -> Ex
     """A plan over several nodes is one command per node: printed, never exec'd from here."""
     import shlex
 
-    from specdraft.launch import render_report
-    from specdraft.launch._docker import docker_node_argv
+    from specdraft.launch import docker_node_argv, render_report
 
     if args.dry_run:
         print(render_report(plan))

@@ -20,8 +20,7 @@ from packaging.version import InvalidVersion, Version
 import specdraft
 from specdraft.errors import UserError
 from specdraft.paths import expand_user
-from specdraft.planning import LaunchPlan
-from specdraft.planning._nodes import NodeCommand
+from specdraft.planning import LaunchPlan, NodeCommand
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
 BUILD_IN_CONTAINER = "/tmp/specdraft-build"

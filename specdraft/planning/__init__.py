@@ -19,6 +19,7 @@ from specdraft.planning._facts import LaunchFacts, gather_facts
 from specdraft.planning._flag_rules import SERVE_FLAG_RULES, FlagRule, serve_flags
 from specdraft.planning._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
 from specdraft.planning._multimodal import MultimodalVerdict, multimodal_verdict
+from specdraft.planning._nodes import VLLM_CLI_MODULE, NodeCommand, node_commands
 from specdraft.planning._plan import LaunchPlan, build_launch_plan
 from specdraft.planning._request import CliOption, LaunchRequest
 from specdraft.planning._serve_plan import ServeFlag, ServePlan, describe_validation_error
@@ -28,7 +29,7 @@ from specdraft.planning._vllm_flags import VllmArguments, read_vllm_arguments
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
 
 __all__ = [
-    "AsyncSchedulingDecision", "Checkpoint", "CliOption", "Decisions", "Finding", "FlagRule", "GpuProfile", "KVShape",
+    "AsyncSchedulingDecision", "Checkpoint", "NodeCommand", "VLLM_CLI_MODULE", "node_commands", "CliOption", "Decisions", "Finding", "FlagRule", "GpuProfile", "KVShape",
     "LaunchFacts", "LaunchPlan", "LaunchRequest", "LayerKV", "MemoryPlan", "MultimodalVerdict", "PROFILES",
     "PairFacts", "Quantization", "SERVE_FLAG_RULES", "ServeFlag", "ServePlan", "SpeculativeConfig", "TemplateChoice",
     "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",
