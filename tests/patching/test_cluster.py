@@ -101,7 +101,9 @@ def test_a_read_only_node_with_pending_hotfixes_is_told_to_patch_its_image(tree_
     report = node_report(install, status(install))
     # running as root, os.access calls every file writable: the image's read-only file system is this flag
     (verdict,) = judge_nodes([("gpu1", {**report, "writable": False})])
-    assert not verdict.ok and verdict.reason.startswith(f"read-only vLLM at {root}: kv-sharing-uniform-specs")
+    assert not verdict.ok and verdict.reason.startswith(f"read-only vLLM at {root}: ")
+    assert {"kv-sharing-uniform-specs", "kv-uniform-catches-valueerror"} <= set(verdict.pending)
+    assert "patch the image" in verdict.reason
 
 
 def test_a_node_that_does_not_answer_is_not_patched(tree_of, capsys):
