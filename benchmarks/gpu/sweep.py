@@ -91,6 +91,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--schedule", action="append", default=[], metavar="[ALPHA=]START:K,...",
                    help="a num_speculative_tokens_per_batch_size measured as vLLM builds it (START:K runs to the next "
                         "START - 1, the last to --max-num-seqs); ALPHA= ties it to one acceptance level; repeatable")
+    p.add_argument("--ramp", action="store_true",
+                   help="after the levels: the largest level's requests with staggered lengths (the batch shrinks "
+                        "to 1 while they run, so a schedule switches K mid-run), per variant")
     p.add_argument("--expect-error", default=None, help="the run is a failure demo: record whether this text appears")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
@@ -299,6 +302,25 @@ def measure(llm, args: argparse.Namespace, rec: dict, generate, concurrency: int
         rec["spec_counters_delta"] = delta  # a speculative engine that drafted nothing (K = 0)
 
 
+def measure_ramp(llm, args: argparse.Namespace, rec: dict, generate, largest: int) -> None:
+    """``largest`` requests sent together, request i decoding ``new_tokens * i / largest`` tokens: the batch
+    shrinks from ``largest`` to 1 as they finish, so a schedule switches K during the run. Aggregate tok/s =
+    all decoded tokens / wall time (prefill included; the same for every variant)."""
+    lengths = [max(2, round(args.new_tokens * (i + 1) / largest)) for i in range(largest)]
+    generate(lengths)  # warm-up
+    before = spec_counters(llm)
+    walls = [generate(lengths) for _ in range(args.reps)]
+    delta = counter_delta(before, spec_counters(llm))
+    wall = statistics.median(walls)
+    rec.update(k=None, ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
+               aggregate_decode_tok_s=round(sum(lengths) / wall, 3),
+               aggregate_decode_tok_s_per_rep=[round(sum(lengths) / x, 3) for x in walls], spec_counters_delta=delta)
+    drafts = _drafts(delta)
+    if drafts:
+        drafted = next((v for n, v in delta.items() if n.endswith("num_draft_tokens")), 0)
+        rec["drafted_tokens_per_draft"] = round(drafted / drafts, 4)  # the mean K over the run's steps
+
+
 def _drafts(delta: dict) -> float:
     return next((v for n, v in delta.items() if n.endswith("num_drafts") or n.endswith("num_drafts_total")), 0)
 
@@ -353,16 +375,19 @@ def main(argv: list[str]) -> int:
             body = [draw() for _ in range(PROMPT_TOKENS - 1)]
         prompt = TokensPrompt(prompt_token_ids=[2] + body)
 
-        def timed_generate(n: int, concurrency: int = 1) -> float:
-            params = SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True, detokenize=False)
+        def timed_generate(n: int | list[int], concurrency: int = 1) -> float:
+            """``concurrency`` requests of ``n`` tokens each, or one request per length in ``n``."""
+            lengths = n if isinstance(n, list) else [n] * concurrency
+            params = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
+                      for m in lengths]
             if on_gpu:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            out = llm.generate([prompt] * concurrency, params, use_tqdm=False)
+            out = llm.generate([prompt] * len(lengths), params, use_tqdm=False)
             elapsed = time.perf_counter() - t
             got = [len(o.outputs[0].token_ids) for o in out]
-            if got != [n] * concurrency:
-                raise RuntimeError(f"asked for {n} tokens per request, got {got}")
+            if got != lengths:
+                raise RuntimeError(f"asked for {lengths} tokens per request, got {got}")
             return elapsed
 
         levels = [int(c) for c in str(args.concurrency).split(",")]
@@ -381,6 +406,11 @@ def main(argv: list[str]) -> int:
                     measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
                     if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
                         rec["profile"] = profile_request(args, timed_generate, torch)
+                    rec["elapsed_s"] = round(time.time() - t_start, 1)
+                    emit(args.out, rec)
+                if args.ramp:
+                    rec = dict(base, **acc, **lookup_fields(mode, ranges, lookup, max(levels)), concurrency="ramp")
+                    measure_ramp(llm, args, rec, timed_generate, max(levels))
                     rec["elapsed_s"] = round(time.time() - t_start, 1)
                     emit(args.out, rec)
         if args.expect_error:
