@@ -314,7 +314,7 @@ def measure_ramp(llm, args: argparse.Namespace, rec: dict, generate, largest: in
     walls = [generate(lengths) for _ in range(args.reps)]
     delta = counter_delta(before, spec_counters(llm))
     wall = statistics.median(walls)
-    rec.update(k=None, ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
+    rec.update(ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
                aggregate_decode_tok_s=round(sum(lengths) / wall, 3),
                aggregate_decode_tok_s_per_rep=[round(sum(lengths) / x, 3) for x in walls], spec_counters_delta=delta)
     drafts = _drafts(delta)
