@@ -186,7 +186,7 @@ def lookup_variants(args: argparse.Namespace, alpha: float | None, first: bool) 
     acceptance cannot change it: measured at the first level only."""
     if not (args.k_list or args.schedules):
         return [("engine", [])]
-    own = [args.schedules[key] for key in (alpha, None) if key in args.schedules]
+    own = [args.schedules[key] for key in dict.fromkeys((alpha, None)) if key in args.schedules]
     return [("schedule", ranges) for ranges in own] + [("fixed", [(1, args.max_num_seqs, k)]) for k in args.k_list
                                                       if k > 0 or first]
 

