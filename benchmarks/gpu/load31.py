@@ -81,8 +81,10 @@ COSTS_ABOUT = ("Step costs per batch size, measured on a lent GPU with benchmark
                "o = fixed / target step - 1); launch --max-num-seqs plans K per batch size from it.")
 # What each measured path is, for the shipped step costs (specdraft/bench/data/batch_step_costs.json).
 PATH_FACTS = {
-    "draft_model": dict(drafter="E2B-shaped (35 layers, 20 KV-shared), bf16, async scheduling", key="draft_model-e2b-async"),
-    "mtp": dict(drafter="the 31B's MTP assistant (4 layers, shares the target's KV cache), bf16", key="mtp-31b-assistant"),
+    "draft_model": dict(drafter="E2B-shaped (35 layers, 20 KV-shared), bf16, async scheduling",
+                        key="draft_model-e2b-async"),
+    "mtp": dict(drafter="the 31B's MTP assistant (4 layers, shares the target's KV cache), bf16",
+                key="mtp-31b-assistant"),
 }
 TARGET_SHAPE = {"hidden_size": 5376, "num_hidden_layers": 60}
 """benchmarks/gpu/configs/target31b: the 31B-shaped target the rows were measured with."""
@@ -102,8 +104,8 @@ def step_cost_entries(target: dict, spec: list[dict], source: str) -> dict:
         levels = []
         for n in sorted(target):
             ks = sorted({r["k"] for r in rows if r["concurrency"] == n})
-            steps = {str(k): round(statistics.mean(r["step_ms"] for r in rows if r["concurrency"] == n and r["k"] == k), 3)
-                     for k in ks}
+            steps = {str(k): round(statistics.mean(r["step_ms"] for r in rows
+                                                   if r["concurrency"] == n and r["k"] == k), 3) for k in ks}
             if steps:
                 levels.append({"batch_size": n, "target_step_ms": target[n]["step_ms"], "step_ms": steps})
         name = f"vllm{'.'.join(vllm.split('.')[:2])}-{facts['key']}-{gpu.split()[-1].lower()}"

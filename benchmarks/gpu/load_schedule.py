@@ -46,7 +46,8 @@ def variant(row: dict) -> str:
     if mode == "schedule":
         plans = row.get("schedules", {})
         own = plans.get(str(row.get("alpha")))
-        return "schedule (planned for this alpha)" if own == row["schedule"] else "schedule (launch's default acceptance)"
+        planned = own == row["schedule"]
+        return "schedule (planned for this alpha)" if planned else "schedule (launch's default acceptance)"
     return f"K={row['k']} plain engine"
 
 

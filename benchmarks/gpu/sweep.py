@@ -158,7 +158,8 @@ def resolve_k_lookup(args: argparse.Namespace) -> None:
     ks = args.k_list + [k for ranges in args.schedules.values() for _, _, k in ranges]
     if ks:
         if max(ks) <= 0:
-            raise SystemExit("--k-values/--schedule: at least one K must be > 0 (vLLM needs num_speculative_tokens > 0)")
+            raise SystemExit("--k-values/--schedule: at least one K must be > 0 "
+                             "(vLLM needs num_speculative_tokens > 0)")
         args.k = max(args.k, *ks)
 
 

@@ -112,7 +112,8 @@ def request_of(args) -> TuneRequest:
         target_dtype=args.target_dtype, draft_dtype=args.draft_dtype, context=args.context,
         overhead_fraction=args.overhead_fraction, overhead_ms=args.overhead_ms,
         measure_overhead=args.measure_overhead, host_ms=args.host_ms, host_costs=args.host_costs,
-        batch_costs=args.batch_costs, target_step_ms=args.target_step_ms, target_bench=args.target_bench, concurrency=args.concurrency,
+        batch_costs=args.batch_costs, target_step_ms=args.target_step_ms, target_bench=args.target_bench,
+        concurrency=args.concurrency,
         max_k=args.max_k, extrapolation="none" if args.no_extrapolation else "geometric", schedule=args.schedule)
 
 

@@ -213,7 +213,8 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
     elif isinstance(modelled, ModelledCosts) and (levels := modelled_levels(modelled, max_k, max_num_seqs)):
         basis = f"{modelled.basis} (at batch size {', '.join(str(level.batch_size) for level in levels)})"
     else:
-        why = modelled if isinstance(modelled, str) else "the shipped step costs give no line through two K at any batch size"
+        why = (modelled if isinstance(modelled, str)
+               else "the shipped step costs give no line through two K at any batch size")
         return KScheduleDecision(
             outcome="unmeasured", k=None, schedule=None,
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: {why}; to plan a K per batch size, bench the "
