@@ -48,7 +48,8 @@ def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, speculative: Spe
     if facts.load_test is not None or request.max_num_seqs == 1:
         return None
     return modelled_costs(speculative.resolved_method, facts.target, profile=request.profile,
-                          tensor_parallel_size=parallel.tensor_parallel_size, thinking=request.enable_thinking,
+                          parallel=(parallel.tensor_parallel_size, parallel.pipeline_parallel_size),
+                          thinking=request.enable_thinking,
                           positions=MAX_K)
 
 

@@ -27,9 +27,10 @@ class ModelledCosts(BaseModel):
     """Where the costs and the acceptance come from, in words (quoted in the plan's reason)."""
 
 
-def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, tensor_parallel_size: int,
+def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, parallel: tuple[int, int],
                    thinking: bool, positions: int) -> ModelledCosts | str:
-    """The costs for this launch, or why there are none (a sentence for the plan's reason)."""
+    """The costs for this launch (``parallel``: its engine's TP and PP sizes), or why there are none (a sentence for
+    the plan's reason)."""
     from specdraft.bench import known_batch_step_costs  # here: specdraft.bench loads its HTTP client
 
     if profile not in MEASURED_PROFILES:
@@ -46,8 +47,9 @@ def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, tens
     entry = entries[0]
     acceptance, acceptance_basis = acceptance_for(method, thinking, positions)
     caveats = [] if profile in entry.gpu.lower() else [f"taken for the {profile.upper()}"]
-    if tensor_parallel_size > 1:
-        caveats.append(f"measured on one GPU, not with tensor parallelism {tensor_parallel_size}")
+    tp, pp = parallel
+    if tp * pp > 1:
+        caveats.append(f"measured on one GPU, not on an engine of {tp * pp} GPUs (TP {tp} x PP {pp})")
     tail = f" ({'; '.join(caveats)})" if caveats else ""
     return ModelledCosts(costs_name=entry.name, acceptance=acceptance,
                          basis=f"tune's model with the step costs measured per batch size ({entry.describe()}){tail} "

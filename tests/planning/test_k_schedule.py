@@ -250,7 +250,8 @@ def test_a_release_without_per_batch_k_gets_the_best_single_k_over_the_modelled_
 
 def test_tensor_parallelism_keeps_the_schedule_and_says_the_costs_are_one_gpus(release):
     decision = modelled_plan(release, gpus_per_node=2, tensor_parallel_size=2)
-    assert decision.outcome == "schedule" and "measured on one GPU, not with tensor parallelism 2" in decision.reason
+    assert decision.outcome == "schedule"
+    assert "measured on one GPU, not on an engine of 2 GPUs (TP 2 x PP 1)" in decision.reason
 
 
 def test_data_parallelism_planned_by_launch_gets_one_k_where_the_release_drops_the_schedule(release):
