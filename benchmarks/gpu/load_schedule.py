@@ -1,6 +1,6 @@
 """K per batch size on the GPU: the planned schedule against every fixed K and against no speculation, per level.
 
-usage: load_schedule.py RESULTS.jsonl --out OUTDIR [--png]
+usage: load31.py RESULTS.jsonl --out OUTDIR --schedule-report [--png]
 
 RESULTS.jsonl is one lease (jobs ``l0``, ``lm``, ``lx8``, ``ld`` of ``jobs.txt``): the target alone, and per
 method one engine built with a schedule whose K lookup ``sweep.py`` overwrote per variant (``k_mode`` fixed /
@@ -19,7 +19,6 @@ Writes OUTDIR/load_schedule.json and, with ``--png``, OUTDIR/load_schedule.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -171,24 +170,15 @@ def plot(result: dict, target: dict, path: str) -> None:
     fig.savefig(path, dpi=130)
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("results")
-    p.add_argument("--out", required=True)
-    p.add_argument("--png", action="store_true")
-    args = p.parse_args(argv)
-    target, spec = prepare(load(args.results))
+def schedule_report(results: str, out: str, png: bool) -> None:
+    """Print the tables and checks of one lease; write OUTDIR/load_schedule.json (and the plot)."""
+    target, spec = prepare(load(results))
     result = compare(target, spec)
     checks = {"cross_check": cross_check(spec), "lookup_mismatches": lookup_mismatches(spec)}
     print_tables(result)
     print("\n" + json.dumps(checks, indent=1))
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "load_schedule.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "load_schedule.json"), "w") as f:
         json.dump({"levels": result, **checks}, f, indent=1)
-    if args.png:
-        plot(result, target, os.path.join(args.out, "load_schedule.png"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if png:
+        plot(result, target, os.path.join(out, "load_schedule.png"))
