@@ -16,6 +16,7 @@ does not saturate memory bandwidth. Prefer a measured c.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -134,8 +135,8 @@ def bytes_per_param(dtype: str) -> float:
         raise UserError(
             f"unknown weight dtype {dtype!r}", hint=f"use one of {', '.join(BYTES_PER_PARAM)} or bytes per weight"
         ) from None
-    if value <= 0:
-        raise UserError(f"bytes per weight must be > 0, got {dtype}")
+    if not (math.isfinite(value) and value > 0):
+        raise UserError(f"bytes per weight must be a finite number > 0, got {dtype}")
     return value
 
 
