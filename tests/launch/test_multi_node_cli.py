@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+from pathlib import Path
 
 from specdraft.testbed.release_trees import release_tree
 
@@ -38,8 +40,9 @@ def test_two_sparks_print_one_command_per_node_each_patching_its_own_vllm_first(
 
 def test_check_mode_nodes_refuse_to_start_while_a_needed_hotfix_is_pending(specdraft_cli):
     done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hotfixes", "check", "--print")
-    (_, words), _ = _nodes(done.stdout)
-    assert words[:5] == ["specdraft", "patch", "status", "--check", "--only"] and words[words.index("&&") + 1] == "exec"
+    for _, words in _nodes(done.stdout):
+        assert words[:5] == ["specdraft", "patch", "status", "--check", "--only"]
+        assert words[words.index("&&") + 1] in ("exec", "sh")  # the API node writes its chat template, then serves
 
 
 def test_dry_run_json_carries_the_parallel_sizes_and_the_node_scripts(specdraft_cli):
@@ -94,3 +97,50 @@ def test_docker_nodes_run_on_the_host_network_and_patch_the_image(specdraft_cli)
         assert words[:2] == ["docker", "run"] and words[words.index("--network") + 1] == "host"
         assert "python3 -m specdraft patch apply --only" in words[-1]
     assert words[-1].endswith("exec ray start --address=node0:6379 --block")
+
+
+def _template_step(words: list[str]) -> list[str]:
+    """The ``sh -c ... base64 -d`` step of a node's words, or [] where it has none."""
+    if "base64" not in " ".join(words):
+        return []
+    start = words.index("sh")
+    return words[start:start + 6]
+
+
+def test_the_chat_template_travels_with_node_0_and_the_workers_need_none(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    for backend in ("native", "ray"):
+        done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--multi-node", backend,
+                       "--chat-template", str(template), "--print")
+        assert done.returncode == 0, done.stderr
+        (_, head), (_, worker) = _nodes(done.stdout)
+        step = _template_step(head)
+        node_file = step[4]
+        serve = head[head.index("exec") + 1:]
+        assert serve[serve.index("--chat-template") + 1] == node_file and str(template) not in head
+        assert "--chat-template" not in worker and not _template_step(worker)
+        subprocess.run([*step[:4], str(tmp_path / "written"), step[5]], check=True)  # the node's own step, run
+        assert (tmp_path / "written").read_bytes() == template.read_bytes()
+
+
+def test_docker_nodes_write_the_template_inside_the_container_and_mount_none(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--docker", "--image", "img:1",
+                   "--chat-template", str(template))
+    (_, head), (_, worker) = _nodes(done.stdout)
+    assert not any(str(template) in word for word in head + worker)
+    script = shlex.split(head[-1])
+    assert _template_step(script) and script[script.index("--chat-template") + 1] == _template_step(script)[4]
+    assert "--chat-template" not in shlex.split(worker[-1])
+
+
+def test_one_host_keeps_the_template_path_it_planned(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    done = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2", "--chat-template", str(template),
+                   "--dry-run", "--json")
+    (node,) = json.loads(done.stdout)["nodes"]
+    words = shlex.split(node["script"])
+    assert words[words.index("--chat-template") + 1] == str(template) and not _template_step(words)
