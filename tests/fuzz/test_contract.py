@@ -30,7 +30,7 @@ from .conftest import OUTCOMES, RUN
 from .patch_trees import pristine_tree
 
 SEED = int(os.environ.get("SPECDRAFT_FUZZ_SEED", "16"))
-PER_COMMAND = int(os.environ.get("SPECDRAFT_FUZZ_CASES", "24"))
+PER_COMMAND = int(os.environ.get("SPECDRAFT_FUZZ_CASES", "20"))
 SECONDS = 10.0
 SUBPROCESS_EVERY = 25
 CASES = generate(SEED, PER_COMMAND)
