@@ -141,6 +141,18 @@ class LaunchRequest(BaseModel):
                              "(--nodes)")
         return self
 
+    @field_validator("hosts", "master_addr")
+    @classmethod
+    def _names_a_host(cls, value: str | None, info) -> str | None:
+        """Each name lands in a node's vLLM or Ray argv as the value of an option: a name with a space, a
+        control character or a leading '-' (which vLLM's parser reads as another option) is refused here."""
+        names = [value] if info.field_name == "master_addr" else [n.strip() for n in (value or "").split(",") if n.strip()]
+        for name in names if value is not None else ():
+            if not name or name.startswith("-") or any(c.isspace() or not c.isprintable() for c in name):
+                raise ValueError(f"{name!r} is not a host name or address (no spaces or control "
+                                 "characters, no leading '-')")
+        return value
+
     @field_validator("target", "draft")
     @classmethod
     def _is_a_checkpoint_reference(cls, ref: str | None) -> str | None:

@@ -352,11 +352,13 @@ def _bench_result(rng: random.Random, speculative: bool) -> dict:
 
 def _bench_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
     choice = rng.randrange(3)
-    if choice == 0:
-        a_kind, a = _break_json(rng, _bench_result(rng, True))
-        b = json.dumps(_bench_result(rng, False)).encode()
-        return f"bench --compare-results A with {a_kind}", _writes(
-            {"a.json": a, "b.json": b}, ["bench", "--compare-results", "{case}/a.json", "{case}/b.json"])
+    if choice == 0:  # one of the two results broken: the candidate (speculative) or the baseline
+        broken = rng.choice(["a.json", "b.json"])
+        kind, document = _break_json(rng, _bench_result(rng, broken == "a.json"))
+        files = {"a.json": json.dumps(_bench_result(rng, True)).encode(),
+                 "b.json": json.dumps(_bench_result(rng, False)).encode(), broken: document}
+        argv = ["bench", "--compare-results", "{case}/a.json", "{case}/b.json"] + (["--json"] if rng.random() < 0.5 else [])
+        return f"bench --compare-results, {broken} with {kind}", _writes(files, argv)
     server = ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"]
     if choice == 1:
         option = rng.choice(["--requests", "--temperature", "--max-tokens", "--concurrency", "--duration", "--warmup",

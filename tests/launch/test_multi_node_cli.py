@@ -144,3 +144,12 @@ def test_one_host_keeps_the_template_path_it_planned(specdraft_cli, tmp_path):
     (node,) = json.loads(done.stdout)["nodes"]
     words = shlex.split(node["script"])
     assert words[words.index("--chat-template") + 1] == str(template) and not _template_step(words)
+
+
+def test_a_host_or_master_address_that_vllm_would_read_as_an_option_is_refused(specdraft_cli):
+    for option, value, name in (("--hosts", "-h,x", "'-h'"), ("--hosts", "a b,c", "'a b'"),
+                                ("--master-addr", "", "''"), ("--master-addr", "-x", "'-x'"),
+                                ("--master-addr", "10.0.0.1\n", "'10.0.0.1\\n'")):
+        done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", f"{option}={value}", "--print")
+        assert done.returncode == 2 and done.stdout == "", (option, value)
+        assert f"{name} is not a host name or address" in done.stderr.splitlines()[0]
