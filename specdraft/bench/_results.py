@@ -205,6 +205,18 @@ def where_speculation_pays(speedups: Sequence["Speedup"]) -> tuple[WherePays, Wh
             WherePays.of("per_sequence", [(s.concurrency, s.decode_tok_s) for s in speedups]))
 
 
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """``numerator / denominator``, or None where there is no such number: a missing or zero denominator, or a
+    quotient past the largest float (a denominator of 1e-320 tok/s)."""
+    if numerator is None or denominator is None or not denominator > 0:
+        return None
+    try:
+        quotient = numerator / denominator
+    except OverflowError:
+        return None
+    return quotient if math.isfinite(quotient) else None
+
+
 def round_ratio(value: float | None) -> float | None:
     """A ratio to 4 significant digits: fixed decimals would turn a 0.00054x speedup into 0.0005."""
     return None if value is None else float(f"{value:.4g}")
@@ -347,9 +359,9 @@ def compare(candidate: BenchResult, baseline: BenchResult) -> list[Speedup]:
         base = baseline.level(lv.concurrency)
         if base is None:
             continue
-        decode = lv.decode_tok_s / base.decode_tok_s if lv.decode_tok_s and base.decode_tok_s else None
-        e2e = base.e2e_s.mean / lv.e2e_s.mean if lv.e2e_s and base.e2e_s and lv.e2e_s.mean else None
-        output = lv.output_tok_s / base.output_tok_s if base.output_tok_s else None
+        decode = ratio(lv.decode_tok_s, base.decode_tok_s) if lv.decode_tok_s else None
+        e2e = ratio(base.e2e_s.mean, lv.e2e_s.mean) if lv.e2e_s and base.e2e_s else None
+        output = ratio(lv.output_tok_s, base.output_tok_s)
         speedups.append(Speedup(lv.concurrency, decode, output, e2e))
     if not speedups:
         raise UserError(
@@ -361,6 +373,12 @@ def compare(candidate: BenchResult, baseline: BenchResult) -> list[Speedup]:
 
 
 def _why_no_ratio(speedups: Sequence[Speedup], baseline: BenchResult) -> list[str]:
-    """The reason for each aggregate ratio that is null: a level where the baseline made no output tokens."""
-    return [f"concurrency {s.concurrency}: the baseline ({baseline.base_url}) made no output tokens, so there is "
-            "no aggregate speedup (null)" for s in speedups if s.output_tok_s is None]
+    """The reason for each aggregate ratio that is null: the baseline made no output tokens at that level, or
+    so few that the ratio is past the largest float."""
+    reasons = []
+    for s in (s for s in speedups if s.output_tok_s is None):
+        made = baseline.level(s.concurrency).output_tok_s
+        what = "no output tokens" if not made else "too few output tok/s to divide by"
+        reasons.append(f"concurrency {s.concurrency}: the baseline ({baseline.base_url}) made {what}, so there is "
+                       "no aggregate speedup (null)")
+    return reasons

@@ -17,7 +17,7 @@ def run(capsys, *args):
 
 def saved(tmp_path, name, *, output, decode=30.0, e2e=2.0, spec=None) -> str:
     summary = Summary(e2e, e2e, e2e, e2e, e2e)
-    level = LevelResult(1, 4, 256, 1.0, output, decode, Summary(1000 / decode, 0, 0, 0, 0), summary, summary, spec)
+    level = LevelResult(1, 4, 256, 1.0, output, decode, Summary(14.0, 14.0, 14.0, 14.0, 14.0), summary, summary, spec)
     result = BenchResult(f"http://{name}", name, 64, 0.0, "built-in", 8, (level,), spec is not None)
     path = tmp_path / f"{name}.json"
     result.save(path)
@@ -112,3 +112,50 @@ def test_a_non_finite_bytes_per_weight_is_refused(dtype):
 
     with pytest.raises(UserError, match=f"bytes per weight must be a finite number > 0, got {dtype}"):
         bytes_per_param(dtype)
+
+
+def with_level(path: str, **figures) -> str:
+    """``path`` with figures of its first level set as given (bench rounds what it saves, so tiny ones go here)."""
+    data = json.loads(open(path).read())
+    data["levels"][0].update(figures)
+    open(path, "w").write(json.dumps(data))
+    return path
+
+
+def test_a_ratio_past_the_largest_float_is_null_with_its_reason(capsys, tmp_path):
+    spec = saved(tmp_path, "spec", output=100.0, decode=30.0)
+    tiny = with_level(saved(tmp_path, "base", output=1.0), output_tok_s=1e-320, decode_tok_s=1e-320)
+    code, out, _ = run(capsys, "bench", "--compare-results", spec, tiny, "--json")
+    data = strict_json(out)
+    assert code == 0 and data["speedups"][0]["output_tok_s"] is None and data["speedups"][0]["decode_tok_s"] is None
+    assert any("made too few output tok/s to divide by" in note for note in data["notes"])
+
+
+def test_tune_has_no_measured_speedup_past_the_largest_float(capsys, tmp_path):
+    spec = saved(tmp_path, "spec", output=100.0, spec=SpecDecodeCounters(100, 400, 250, (90, 70, 55, 35)))
+    tiny = with_level(saved(tmp_path, "base", output=70.0), decode_tok_s=1e-320)
+    code, out, _ = run(capsys, "tune", "--from-bench", spec, "--cost-ratio", "0.1", "--target-bench", tiny,
+                       "--json")
+    assert code == 0 and strict_json(out)["measured"] is None
+    code, out, err = run(capsys, "tune", "--from-bench", spec, "--step-times", tiny, tiny, "--json")
+    assert code == 2 and out == "" and "decode speed too small to give a step time" in err
+
+
+def test_saved_counters_must_be_whole_numbers(capsys, tmp_path):
+    path = saved(tmp_path, "spec", output=100.0, spec=SpecDecodeCounters(100, 400, 250, (90, 70, 55, 35)))
+    data = json.loads(open(path).read())
+    data["levels"][0]["spec_decode"]["num_drafts"] = 1e-320  # every rate would be infinite
+    open(path, "w").write(json.dumps(data))
+    code, out, err = run(capsys, "tune", "--from-bench", path, "--cost-ratio", "0.1", "--json")
+    assert code == 2 and out == "" and "spec_decode.num_drafts must be finite and whole, got 1e-320" in err
+
+
+def test_tune_gives_no_relative_error_against_a_measured_speedup_near_zero(capsys, tmp_path):
+    spec = with_level(saved(tmp_path, "spec", output=100.0, spec=SpecDecodeCounters(100, 400, 250, (90, 70, 55, 35))),
+                      decode_tok_s=1e-320)
+    base = saved(tmp_path, "base", output=70.0, decode=70.0)
+    args = ["tune", "--from-bench", spec, "--cost-ratio", "0.1", "--target-bench", base]
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and strict_json(out)["measured"]["prediction_error"] is None
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "(no relative error: the measured speedup is too close to 0)" in out

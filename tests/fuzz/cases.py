@@ -350,6 +350,38 @@ def _bench_result(rng: random.Random, speculative: bool) -> dict:
     return BenchResult("http://127.0.0.1:9", "m", 128, 0.0, "built-in", 8, (level,), speculative).to_json()
 
 
+# Edge numbers for a measured figure of a saved result: zero, tiny, huge, and the non-numbers Python's json reads.
+EDGE_FIGURES = (0, 0.0, -0.0, 1e-320, 1e308, -1.0, float("nan"), float("inf"), "NaN", "inf")
+FIGURES = ("output_tok_s", "decode_tok_s", "wall_s", "mean_in_flight", "duration_s", "itl_ms.mean", "e2e_s.mean",
+           "ttft_s.p50", "spec_decode.num_drafts", "spec_decode.num_accepted_tokens")
+
+
+def _with_edge_figure(rng: random.Random, document: dict) -> str:
+    """Set one figure of the first level of ``document`` to an edge number; returns what was set."""
+    level = document["levels"][0]
+    name = rng.choice(FIGURES)
+    *parents, leaf = name.split(".")
+    holder = level
+    for key in parents:
+        holder = holder.get(key) or {}
+        if not holder:
+            return f"{name} absent"
+    holder[leaf] = rng.choice(EDGE_FIGURES)
+    return f"{name} = {holder[leaf]!r}"
+
+
+def _figures_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """bench --compare-results or tune on results whose figures are zero, tiny, huge or not numbers."""
+    spec, base = _load_test(rng), _load_test(rng)["baseline"]
+    kind = _with_edge_figure(rng, rng.choice([spec, base]))
+    files = {"spec.json": json.dumps(spec).encode(), "base.json": json.dumps(base).encode()}
+    argv = rng.choice([["bench", "--compare-results", "{case}/spec.json", "{case}/base.json"],
+                       ["tune", "--from-bench", "{case}/spec.json", "--step-times", "{case}/base.json", "{case}/base.json"],
+                       ["tune", "--from-bench", "{case}/spec.json", "--cost-ratio", "0.1", "--target-bench",
+                        "{case}/base.json", "--host-ms", "1,1"]])
+    return f"{argv[0]} with {kind}", _writes(files, argv + ["--json"])
+
+
 def _bench_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
     choice = rng.randrange(3)
     if choice == 0:  # one of the two results broken: the candidate (speculative) or the baseline
@@ -464,8 +496,8 @@ _MAKERS: dict[str, list[Callable[[random.Random], tuple[str, Callable[[Path, Pat
     "patch": [_patch_tree_case],
     "template": [_template_case],
     "launch": [_launch_case, _launch_nodes_case, _launch_from_bench_case, _launch_method_case],
-    "bench": [_bench_case],
-    "tune": [_tune_case],
+    "bench": [_bench_case, _figures_case],
+    "tune": [_tune_case, _figures_case],
     "quantize": [_quantize_case],
     "cluster": [_cluster_status_case, _cluster_report_case],
 }
