@@ -131,7 +131,7 @@ class Speedup:
     decode_tok_s: float | None
     """Ratio of per-sequence decode tok/s."""
     output_tok_s: float | None
-    """Ratio of aggregate output tok/s; None where the baseline made no output tokens."""
+    """Ratio of aggregate output tok/s; None where the baseline made no output tokens (or too few to divide by)."""
     e2e: float | None
     """Baseline mean end-to-end latency / candidate's."""
 
@@ -141,7 +141,7 @@ class Speedup:
 
     @classmethod
     def from_json(cls, data: dict) -> "Speedup":
-        def ratio(name: str) -> float | None:
+        def read(name: str) -> float | None:
             value = data.get(name)
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 return None  # a bench before the null wrote NaN where a ratio had no denominator
@@ -150,7 +150,7 @@ class Speedup:
                 raise ValueError(f"speedup {name} must be a finite number >= 0 or null, got {number}")
             return number
 
-        return cls(int(data["concurrency"]), ratio("decode_tok_s"), ratio("output_tok_s"), ratio("e2e"))
+        return cls(int(data["concurrency"]), read("decode_tok_s"), read("output_tok_s"), read("e2e"))
 
 
 @dataclass(frozen=True)
