@@ -41,6 +41,8 @@ VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
 patched and checked, whatever ``vllm`` is first on PATH."""
 MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless")
 CHAT_TEMPLATE_FLAG = "--chat-template"
+_WRITE_TEMPLATE = ("sh", "-c", 'printf %s "$2" | base64 -d > "$1"', "sh")
+"""The node's template step, before the file and the base64 text (``sh -c`` sets $1 and $2 from them)."""
 
 
 class ShippedTemplate(BaseModel):
@@ -62,7 +64,7 @@ class ShippedTemplate(BaseModel):
         """Write the text on the node. Base64 keeps the node's command one line (the template has newlines and
         quotes) and ``base64 -d`` is coreutils, on every Linux node and in vLLM's images."""
         encoded = base64.b64encode(self.text.encode()).decode()
-        return ["sh", "-c", 'printf %s "$2" | base64 -d > "$1"', "sh", self.node_path, encoded]
+        return [*_WRITE_TEMPLATE, self.node_path, encoded]
 
     def point(self, argv: Sequence[str]) -> list[str]:
         """``argv`` with the planned template path replaced by the node's."""
@@ -92,6 +94,16 @@ class NodeCommand(BaseModel):
         quoted = [shlex.join(step) for step in self.steps]
         quoted[-1] = "exec " + quoted[-1]
         return " && ".join(quoted)
+
+    @property
+    def preview(self) -> str:
+        """``script`` for a report people read: the shipped template's base64 (which needs no quoting, so it
+        stands in the script as it is) shown as its length."""
+        script = self.script
+        for step in self.steps:
+            if tuple(step[:4]) == _WRITE_TEMPLATE:
+                script = script.replace(step[-1], f"<{len(step[-1])} characters of base64>")
+        return script
 
 
 def hotfix_steps(mode: HotfixMode, specdraft: Sequence[str], python: str | None,

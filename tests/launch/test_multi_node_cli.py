@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -153,3 +154,9 @@ def test_a_host_or_master_address_that_vllm_would_read_as_an_option_is_refused(s
         done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", f"{option}={value}", "--print")
         assert done.returncode == 2 and done.stdout == "", (option, value)
         assert f"{name} is not a host name or address" in done.stderr.splitlines()[0]
+
+
+def test_the_dry_run_report_shows_the_shipped_template_as_its_length(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--dry-run")
+    head = next(line for line in done.stdout.splitlines() if "base64 -d" in line)
+    assert re.search(r" <\d+ characters of base64> && exec ", head) and len(head) < 2000
