@@ -131,8 +131,9 @@ def plot(out: list[dict], target: dict, path: str) -> None:
         for alpha, colour in ALPHA_COLOURS:
             rows = sorted((o for o in out if o["method"] == method and o["alpha"] == alpha), key=lambda o: o["k"])
             ks = [o["k"] for o in rows]
-            series += [Series(ks, [o["tune_predicted"] for o in rows], "-", colour, f"tune with host line, alpha {alpha}"),
-                       Series(ks, [o["speedup"] for o in rows], "o", colour, f"measured, alpha {alpha}")]
+            series += [
+                Series(ks, [o["tune_predicted"] for o in rows], "-", colour, f"tune with host line, alpha {alpha}"),
+                Series(ks, [o["speedup"] for o in rows], "o", colour, f"measured, alpha {alpha}")]
         who = "E2B-shaped draft, draft_model + async scheduling" if method == "draft_model" else "26B MTP assistant, mtp"
         panels.append(Panel(f"26B-A4B-shaped target + {who}\n{target['gpu']}, vLLM {target['vllm']}", series))
     plot_speedup_panels(panels, path, panel_width=6.0)

@@ -132,8 +132,8 @@ def speculative_step_ms(result: BenchResult, concurrency: int | None = None) -> 
     if counters is None or counters.mean_acceptance_length is None or not level.decode_tok_s:
         raise UserError(f"the result for {result.base_url} has no speculative steps to time",
                         hint="bench a speculative server (--speculative-config) with a workload it drafts for")
-    return counters.num_speculative_tokens, _step_of(result, "speculative",
-                                                     ratio(counters.mean_acceptance_length * 1000.0, level.decode_tok_s))
+    step = ratio(counters.mean_acceptance_length * 1000.0, level.decode_tok_s)
+    return counters.num_speculative_tokens, _step_of(result, "speculative", step)
 
 
 def fit_step_costs(points: Sequence[tuple[int, float]], target_step_ms: float) -> StepCostFit:

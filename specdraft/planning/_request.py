@@ -132,7 +132,7 @@ class LaunchRequest(BaseModel):
     @property
     def host_names(self) -> list[str]:
         """``hosts`` as a list (empty when unset)."""
-        return [name.strip() for name in (self.hosts or "").split(",") if name.strip()]
+        return _split_hosts(self.hosts or "")
 
     @model_validator(mode="after")
     def _one_host_per_node(self) -> "LaunchRequest":
@@ -146,8 +146,9 @@ class LaunchRequest(BaseModel):
     def _names_a_host(cls, value: str | None, info) -> str | None:
         """Each name lands in a node's vLLM or Ray argv as the value of an option: a name with a space, a
         control character or a leading '-' (which vLLM's parser reads as another option) is refused here."""
-        names = [value] if info.field_name == "master_addr" else [n.strip() for n in (value or "").split(",") if n.strip()]
-        for name in names if value is not None else ():
+        if value is None:
+            return value
+        for name in [value] if info.field_name == "master_addr" else _split_hosts(value):
             if not name or name.startswith("-") or any(c.isspace() or not c.isprintable() for c in name):
                 raise ValueError(f"{name!r} is not a host name or address (no spaces or control "
                                  "characters, no leading '-')")
@@ -185,3 +186,8 @@ class LaunchRequest(BaseModel):
     def ranks_methods(self) -> bool:
         """Whether the plan ranks the methods: asked for, or the default with no draft to pick one."""
         return self.method == "auto" or (self.method is None and self.draft is None)
+
+
+def _split_hosts(text: str) -> list[str]:
+    """``--hosts H0,H1``'s names, blanks around and between commas dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
