@@ -22,13 +22,7 @@ CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "
 NVFP4_MOE = "bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4"
 ASSISTANT = "google/gemma-4-26B-A4B-it-assistant"
 
-
-@pytest.fixture(autouse=True)
-def offline_empty_hub(tmp_path, monkeypatch):
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+pytestmark = pytest.mark.usefixtures("empty_hub")
 
 
 def test_table_covers_every_release_from_0_19_to_0_33_once():
