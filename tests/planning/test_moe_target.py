@@ -65,6 +65,19 @@ def test_hopper_default_k_beside_a_moe_target_is_the_measured_one(draft, k):
     assert f"{k} draft tokens per step (" in flag.reason and "26B-A4B" in flag.reason and "section 6" in flag.reason
 
 
+@pytest.mark.parametrize("target, draft", [("google/gemma-4-26B-A4B-it", "google/gemma-4-E2B-it"),
+                                           ("bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4", "mikeytag/gemma-4-E2B-it-NVFP4")])
+def test_spark_default_k_for_a_draft_beside_a_moe_target_is_tunes_pick_from_active_parameters(target, draft):
+    """Not measured on a DGX Spark: the default is what tune picks from the bytes each model reads per token
+    (the target's active parameters) at alpha 0.85, the dense K = 4 being too long there."""
+    from specdraft.bench import TuneRequest, tune
+
+    report = tune(TuneRequest(shapes=(target, draft), per_position_acceptance=(0.85,)))
+    plan = build_launch_plan(LaunchRequest(target=target, draft=draft, profile="dgx-spark"))
+    assert plan.speculative.num_speculative_tokens == report.recommendation.recommended_k == 2
+    assert "active parameters" in plan.serve.flag("--speculative-config").reason
+
+
 def test_a_dense_target_keeps_its_own_default_k():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=ASSISTANT.replace("26B-A4B", "31B"),
                                            profile="h200"))
