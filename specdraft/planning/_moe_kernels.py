@@ -14,9 +14,10 @@ What the evaluation assumes, and what it leaves out:
   ``VLLM_*`` environment override is set, one GPU (no expert parallelism), LoRA off;
 - ``prioritize_humming`` moves Humming directly ahead of Marlin where the capability is in
   ``_HUMMING_PREFERRED_CAPABILITIES``, as vLLM does;
-- routing method, shape and parallel-config checks are not evaluated (Gemma 4 routes top-k softmax on one
-  GPU, which the SM90/SM12x candidates accept); a method this reader cannot evaluate raises
-  ``Unreadable``, so a release whose selection changed shape fails its test instead of guessing.
+- routing method, shape and parallel-config checks are not evaluated: the SM90/SM12x candidates (FlashInfer
+  CUTLASS, vLLM CUTLASS, Marlin) are modular kernels, which accept any routing, and they accept one GPU
+  without expert parallelism in 0.19.0-0.33.0; a method this reader cannot evaluate raises ``Unreadable``,
+  so a release whose selection changed shape fails its test instead of guessing.
 """
 
 from __future__ import annotations

