@@ -115,6 +115,7 @@ def run_one(name: str, models: str, out_path: str) -> None:
         vocab = llm.llm_engine.model_config.get_vocab_size()
         params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True, detokenize=False,
                                 logprobs=0)
+        # per prompt: [tokens with a logprob, of which NaN or infinite]
         rec["prompts"], rec["tokens"], rec["acceptance"], rec["non_finite_logprobs"] = [], [], [], []
         for p in prompts(vocab):
             c0 = spec_counters(llm)
@@ -146,10 +147,11 @@ def run_one(name: str, models: str, out_path: str) -> None:
     os._exit(0)
 
 
-def non_finite(completion) -> int:
-    """How many sampled tokens of ``completion`` have a NaN or infinite logprob (NaN logits)."""
+def non_finite(completion) -> list[int]:
+    """[sampled tokens with a logprob, those whose logprob is NaN or infinite (NaN logits)] of ``completion``."""
     chosen = [step.get(tok) for tok, step in zip(completion.token_ids, completion.logprobs or [])]
-    return sum(1 for lp in chosen if lp is not None and not math.isfinite(lp.logprob))
+    seen = [lp.logprob for lp in chosen if lp is not None]
+    return [len(seen), sum(1 for value in seen if not math.isfinite(value))]
 
 
 def compare(ref: list[list[int]], got: list[list[int]]) -> dict:
