@@ -180,6 +180,28 @@ def kernel_lines(log_path: str) -> list[str]:
     return keep[:40]
 
 
+def run_child(command: list[str], log: str, timeout_s: float) -> int:
+    """Run one engine process in its own session, output to ``log``; its whole group is killed at the timeout
+    and when this driver gets SIGTERM (an engine left behind keeps GPU memory and ports)."""
+    with open(log, "w") as lf:
+        proc = subprocess.Popen(command, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
+
+        def stop(signum, frame):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            sys.exit(128 + signum)
+
+        previous = signal.signal(signal.SIGTERM, stop)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    return proc.returncode
+
+
 def drive(args: argparse.Namespace) -> int:
     os.makedirs(args.outdir, exist_ok=True)
     t0 = time.time()
@@ -193,19 +215,12 @@ def drive(args: argparse.Namespace) -> int:
         log = os.path.join(args.outdir, f"{name}.log")
         rec_path = os.path.join(args.outdir, f"{name}.json")
         print(f"[{time.time() - t0:.0f}s] start {name}", flush=True)
-        with open(log, "w") as lf:
-            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--one", name, "--models", args.models,
-                                     "--outdir", args.outdir], stdout=lf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-            try:
-                proc.wait(timeout=min(left, args.per_config_s))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        returncode = run_child([sys.executable, os.path.abspath(__file__), "--one", name, "--models", args.models,
+                                "--outdir", args.outdir], log, min(left, args.per_config_s))
         try:
             rec = json.load(open(rec_path))
         except (OSError, ValueError):
-            rec = {"config": name, "ok": False, "error": f"no record (rc {proc.returncode}); see {name}.log"}
+            rec = {"config": name, "ok": False, "error": f"no record (rc {returncode}); see {name}.log"}
         rec["kernel_log_lines"] = kernel_lines(log)
         results[name] = rec
         print(f"[{time.time() - t0:.0f}s] end {name}: ok={rec.get('ok')} {str(rec.get('error', ''))[:300]}", flush=True)
