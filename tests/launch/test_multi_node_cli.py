@@ -36,6 +36,20 @@ def test_two_sparks_print_one_command_per_node_each_patching_its_own_vllm_first(
     assert worker_words[-1] == "--headless" and "--headless" not in head_words
 
 
+def test_every_node_meets_at_the_master_port_asked_for(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "29677", "--print",
+                   "--", "--master-port", "1234")
+    assert done.returncode == 0, done.stderr
+    for _, words in _nodes(done.stdout):
+        assert words.count("--master-port") == 1 and words[words.index("--master-port") + 1] == "29677"
+
+
+def test_a_master_port_outside_1_65535_is_one_line_and_exit_2(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "70000", "--print")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].endswith("master_port: Input should be less than or equal to 65535 (got 70000)")
+
+
 def test_check_mode_nodes_refuse_to_start_while_a_needed_hotfix_is_pending(specdraft_cli):
     done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hotfixes", "check", "--print")
     (_, words), _ = _nodes(done.stdout)
