@@ -36,14 +36,13 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from sweep import geometric_rates  # noqa: E402  (beside this script)
 
-from specdraft.testbed.processes import ProcessGroups, free_port  # noqa: E402
+from specdraft.testbed.processes import ProcessGroups, free_port, healthy  # noqa: E402
 
 PY = sys.executable
 MODEL = "proof"
@@ -115,17 +114,6 @@ def forced(argv: list[str], alpha: float | None) -> list[str]:
     return argv[:index + 1] + [json.dumps(config)] + argv[index + 2:]
 
 
-def healthy(port: int, process: subprocess.Popen, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end and process.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
-                return reply.status == 200
-        except OSError:
-            time.sleep(2)
-    return False
-
-
 def start_budget(groups: ProcessGroups, graph: str) -> float | None:
     """Seconds a server of ``graph`` may take to start, or None when it could not start, bench and stop
     before the deadline (it is then left for the next call)."""
@@ -155,7 +143,7 @@ def serve_and_bench(groups: ProcessGroups, name: str, graph: str, argv: list[str
     started = time.monotonic()
     process = groups.start(argv, out / "logs" / f"{name}.log")
     try:
-        if not healthy(port, process, budget):
+        if not healthy(port, [process], budget):
             row["error"] = "not healthy" if process.poll() is None else f"exited {process.returncode}"
         else:
             compiled(graph)
@@ -219,7 +207,7 @@ def two_nodes(groups: ProcessGroups, models: dict[str, Path], out: Path, work: P
         if node1_unpatched:
             row["node1_rc"] = processes[1].wait(timeout=budget)
         else:
-            row["served"] = healthy(port, processes[0], budget)
+            row["served"] = healthy(port, processes, budget)
             if row["served"]:
                 compiled("nodes")
                 row["decode_tok_s"] = bench(groups, port, out / f"{tag}.bench.json").get("decode_tok_s")

@@ -10,7 +10,7 @@ groups running, holding GPU memory and ports. ``ProcessGroups`` therefore
 - asks the kernel to SIGTERM a server whose parent died (``PR_SET_PDEATHSIG``, kept across exec), for the
   case no handler sees: the parent SIGKILLed.
 
-``free_port()`` picks a port nobody listens on, below the ephemeral range so an outgoing connection does not
+``healthy()`` waits for a server's ``/health``; ``free_port()`` picks a port nobody listens on, below the ephemeral range so an outgoing connection does not
 take it between the pick and the server's bind.
 """
 
@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -44,6 +45,19 @@ def free_port(host: str = "127.0.0.1", *, tries: int = 200, rng: random.Random |
         if all(_binds(address, port) for address in {host, "0.0.0.0"}):
             return port
     raise OSError(f"no free port in {PORT_RANGE[0]}-{PORT_RANGE[1]} after {tries} tries")
+
+
+def healthy(port: int, processes: Sequence[subprocess.Popen], timeout_s: float) -> bool:
+    """Whether the server on ``port`` answers ``/health`` within ``timeout_s``; False as soon as one of
+    ``processes`` (the server and any process it needs, e.g. the other nodes) has exited."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and all(p.poll() is None for p in processes):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
+                return reply.status == 200
+        except OSError:
+            time.sleep(2)
+    return False
 
 
 def _binds(host: str, port: int) -> bool:
