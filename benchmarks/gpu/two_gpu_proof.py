@@ -4,11 +4,16 @@ from the argv ``specdraft launch --gpus-per-node 2`` plans, and the same pair as
 patched and once with node 1's vLLM an unpatched copy (it must refuse to join, and ``specdraft cluster status``
 must name it).
 
-Run on the lent two-GPU machine after staging vLLM as docs/gpu/README.md says (``install.sh`` and the server
-wheels), from the repository root:
+Run on the lent two-GPU machine (``nvidia-h100-x2``) after staging vLLM as docs/gpu/README.md says
+(``install.sh`` and the server wheels), from the repository root, in the same call as the stage-2 install:
 
+    bash .device/tools/install.sh "" .device/stage2 && \\
     PYTHONPATH=/tmp/site:/tmp/sdsite:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=0 \\
-        python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" [--only tp2|nodes] [--deadline-s 540]
+        python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" --only nodes --deadline-s 520
+
+``--only nodes`` (the two patched nodes, ~5-6 min cold, then the refusal, ~1 min) fits one call;
+``--only tp2`` needs two or three more on the warm machine. Exit status 142 or 143: the deadline or a
+signal stopped the run (every server was stopped first; the rows so far are in OUT).
 
 Five TP-2 servers and two node runs take longer than one 10-minute call (a cold TP-2 31B start is ~260 s:
 60 s imports + 118 s torch.compile; a later start of the same graph on the warm machine ~85-100 s): call it
@@ -55,8 +60,10 @@ WARM_START_S = 140
 BENCH_S = 60
 STOP_S = 30
 """SIGTERM, the 20 s grace of ``ProcessGroups``, then SIGKILL."""
-REFUSAL_S = 120
-"""How long node 1's hotfix check may take to refuse."""
+REFUSAL_S = 60
+"""How long node 1's hotfix check may take to refuse (seconds on the device: no vLLM starts)."""
+HEADLESS_STARTED = "headless multiproc executor"
+"""What vLLM's headless node logs once it starts (``vllm/entrypoints/cli/serve.py``, ``run_headless``)."""
 WORK = Path("/tmp/two-gpu-proof")
 ROWS = WORK / "rows.jsonl"
 """Kept while the machine stays warm: a scenario already here is skipped by the next call."""
@@ -214,8 +221,11 @@ def two_nodes(groups: ProcessGroups, models: dict[str, Path], out: Path, work: P
     except subprocess.TimeoutExpired:
         row["node1_rc"] = None
     finally:
+        row["exits"] = [process.poll() for process in processes]
         for process in processes:
             groups.stop(process)
+    node1_log = (out / "logs" / f"{tag}-node1.log").read_text(errors="replace").split("\n", 1)[-1]
+    row["node1_vllm_started"] = HEADLESS_STARTED in node1_log
     record(out, {"scenario": tag, **row})
 
 
@@ -241,8 +251,9 @@ def run(groups: ProcessGroups, args: argparse.Namespace) -> None:
     if args.only in (None, "tp2"):
         tp2(groups, models, args.out)
     if args.only in (None, "nodes"):
-        two_nodes(groups, models, args.out, WORK, node1_unpatched=True)
+        # the served run first: it needs a cold start's time, the refusal a minute
         two_nodes(groups, models, args.out, WORK, node1_unpatched=False)
+        two_nodes(groups, models, args.out, WORK, node1_unpatched=True)
 
 
 def main() -> int:
