@@ -11,7 +11,8 @@ Run on the lent two-GPU machine (``nvidia-h100-x2``) after staging vLLM as docs/
     PYTHONPATH=/tmp/site:/tmp/sdsite:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=0 \\
         python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" --only nodes --deadline-s 520
 
-``--only nodes`` (the two patched nodes, ~5-6 min cold, then the refusal, ~1 min) fits one call;
+``--only nodes`` (the two patched nodes, ~5-6 min cold, then the refusal, ~1 min, if 90 s are left, else in the
+next call);
 ``--only tp2`` needs two or three more on the warm machine. Exit status 142 or 143: the deadline or a
 signal stopped the run (every server was stopped first; the rows so far are in OUT).
 
