@@ -26,6 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import latest, load, tune_table  # noqa: E402  (beside this script)
+from speedup_plot import ALPHA_COLOURS, Panel, Series, plot_speedup_panels  # noqa: E402
 
 from specdraft.bench import known_host_costs  # noqa: E402
 
@@ -168,45 +169,32 @@ def main(argv: list[str]) -> int:
 
 def plot(out: list[dict], targets: dict, path: str) -> None:
     """Measured speedup per K beside tune with and without the host line, one panel per profiled path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(method, name) for (method, async_on), name in COSTS.items()
-              if async_on and any(r["method"] == method and r["async_scheduling"] for r in out)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
-    for ax, (method, name) in zip(axes[0], panels):
-        measured = [r for r in out if r["method"] == method and r["async_scheduling"] and r["concurrency"] == 1
-                    and not r["v2_model_runner"]]
-        lease = max({r["lease"] for r in measured}, key=lambda x: sum(r["lease"] == x for r in measured))
-        t_ms = targets[lease]["step_ms"]
-        c, o = costs_of(name, t_ms)
-        max_k = max(8, max(r["k"] for r in measured) + 3)
-        for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
-            rows = sorted((r for r in measured if r["lease"] == lease and r["alpha"] == alpha), key=lambda r: r["k"])
-            acc = rows[-1]["per_position_acceptance"]
-            with_host = tune(acc, max_k, c, o, t_ms, name)
-            gpu_only = tune(acc, max_k, c, o, t_ms, None)
-            ks = [r["k"] for r in with_host]
-            ax.plot(ks, [r["predicted_speedup"] for r in with_host], "-", color=colour,
-                    label=f"tune with host line, alpha {alpha}")
-            ax.plot(ks, [r["predicted_speedup"] for r in gpu_only], ":", color=colour,
-                    label=f"tune, GPU line only, alpha {alpha}")
-            ax.plot([r["k"] for r in rows], [r["speedup"] for r in rows], "o", color=colour,
-                    label=f"measured, alpha {alpha}")
-        drafter = "E2B draft, draft_model + async scheduling" if method == "draft_model" else "31B MTP assistant, mtp"
-        speedup_axes(ax, f"31B target + {drafter}\nNVIDIA H100, vLLM 0.26.0 ({lease})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    paths = [(method, name) for (method, async_on), name in COSTS.items()
+             if async_on and any(r["method"] == method and r["async_scheduling"] for r in out)]
+    plot_speedup_panels([_panel(out, targets, method, name) for method, name in paths], path)
 
 
-def speedup_axes(ax, title: str) -> None:
-    """The speedup-vs-K panel's frame: the break-even line, axis labels, title and legend."""
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("num_speculative_tokens K")
-    ax.set_ylabel("decode speedup over the target alone")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+def _panel(out: list[dict], targets: dict, method: str, name: str) -> Panel:
+    """One profiled path: its measured rows of the lease that has most of them, and tune's two lines."""
+    measured = [r for r in out if r["method"] == method and r["async_scheduling"] and r["concurrency"] == 1
+                and not r["v2_model_runner"]]
+    lease = max({r["lease"] for r in measured}, key=lambda x: sum(r["lease"] == x for r in measured))
+    t_ms = targets[lease]["step_ms"]
+    c, o = costs_of(name, t_ms)
+    max_k = max(8, max(r["k"] for r in measured) + 3)
+    series = []
+    for alpha, colour in ALPHA_COLOURS:
+        rows = sorted((r for r in measured if r["lease"] == lease and r["alpha"] == alpha), key=lambda r: r["k"])
+        acc = rows[-1]["per_position_acceptance"]
+        with_host = tune(acc, max_k, c, o, t_ms, name)
+        gpu_only = tune(acc, max_k, c, o, t_ms, None)
+        ks = [r["k"] for r in with_host]
+        series += [
+            Series(ks, [r["predicted_speedup"] for r in with_host], "-", colour, f"tune with host line, alpha {alpha}"),
+            Series(ks, [r["predicted_speedup"] for r in gpu_only], ":", colour, f"tune, GPU line only, alpha {alpha}"),
+            Series([r["k"] for r in rows], [r["speedup"] for r in rows], "o", colour, f"measured, alpha {alpha}")]
+    drafter = "E2B draft, draft_model + async scheduling" if method == "draft_model" else "31B MTP assistant, mtp"
+    return Panel(f"31B target + {drafter}\nNVIDIA H100, vLLM 0.26.0 ({lease})", series)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import latest, linear_fit, load, tune_report  # noqa: E402  (beside this script)
-from levers import break_even, costs_of, speedup_axes  # noqa: E402
+from levers import break_even, costs_of  # noqa: E402
+from speedup_plot import ALPHA_COLOURS, Panel, Series, plot_speedup_panels  # noqa: E402
 
 COSTS = {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant"}
 PROFILED = {"draft_model": "md3", "mtp": "mm3"}
@@ -123,22 +124,19 @@ def print_report(target: dict, out: list[dict], summ: dict) -> None:
 
 
 def plot(out: list[dict], target: dict, path: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), squeeze=False)
-    for ax, method in zip(axes[0], ("draft_model", "mtp")):
-        for alpha, colour in ((0.85, "tab:blue"), (0.70, "tab:orange")):
+    """Measured speedup per K beside tune's prediction for the row, one panel per drafting path."""
+    panels = []
+    for method in ("draft_model", "mtp"):
+        series = []
+        for alpha, colour in ALPHA_COLOURS:
             rows = sorted((o for o in out if o["method"] == method and o["alpha"] == alpha), key=lambda o: o["k"])
-            ax.plot([o["k"] for o in rows], [o["tune_predicted"] for o in rows], "-", color=colour,
-                    label=f"tune with host line, alpha {alpha}")
-            ax.plot([o["k"] for o in rows], [o["speedup"] for o in rows], "o", color=colour,
-                    label=f"measured, alpha {alpha}")
+            ks = [o["k"] for o in rows]
+            series += [
+                Series(ks, [o["tune_predicted"] for o in rows], "-", colour, f"tune with host line, alpha {alpha}"),
+                Series(ks, [o["speedup"] for o in rows], "o", colour, f"measured, alpha {alpha}")]
         who = "E2B-shaped draft, draft_model + async scheduling" if method == "draft_model" else "26B MTP assistant, mtp"
-        speedup_axes(ax, f"26B-A4B-shaped target + {who}\n{target['gpu']}, vLLM {target['vllm']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+        panels.append(Panel(f"26B-A4B-shaped target + {who}\n{target['gpu']}, vLLM {target['vllm']}", series))
+    plot_speedup_panels(panels, path, panel_width=6.0)
 
 
 def main(argv: list[str]) -> int:

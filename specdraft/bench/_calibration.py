@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from specdraft.bench._cost import cost_ratio_from_step_times
-from specdraft.bench._results import BenchResult, LevelResult
+from specdraft.bench._results import BenchResult, LevelResult, ratio
 from specdraft.bench._tuner import measured_overhead
 from specdraft.errors import UserError
 
@@ -49,7 +49,15 @@ def step_ms(result: BenchResult, concurrency: int | None = None, role: str = "st
     level = _level(result, concurrency, role)
     if not level.decode_tok_s:
         raise UserError(f"the {role} result ({result.base_url}) timed no decode steps", hint="rerun with --max-tokens >= 2")
-    return 1000.0 / level.decode_tok_s
+    return _step_of(result, role, ratio(1000.0, level.decode_tok_s))
+
+
+def _step_of(result: BenchResult, role: str, ms: float | None) -> float:
+    """A step time in ms that is a number: a decode speed of 1e-320 tok/s gives none."""
+    if ms is None:
+        raise UserError(f"the {role} result ({result.base_url}) has a decode speed too small to give a step time",
+                        hint="rerun the bench; a saved result should hold the tok/s it measured")
+    return ms
 
 
 def cost_ratio_from_results(draft_only: BenchResult, target_only: BenchResult, concurrency: int | None = None) -> float:
@@ -73,7 +81,7 @@ def overhead_from_results(speculative: BenchResult, draft_only: BenchResult, tar
     return measured_overhead(
         counters.mean_acceptance_length,
         counters.num_speculative_tokens,
-        1000.0 / level.decode_tok_s,
+        _step_of(speculative, "speculative", ratio(1000.0, level.decode_tok_s)),
         step_ms(target_only, level.concurrency, "target-only"),
         step_ms(draft_only, level.concurrency, "draft-only"),
     )
@@ -94,7 +102,8 @@ def measured_speedup(speculative: BenchResult, target_only: BenchResult | None =
     base_level = baseline.level(level.concurrency) if baseline is not None else None
     if base_level is None or not base_level.decode_tok_s:
         return None
-    return level.spec_decode.num_speculative_tokens, level.decode_tok_s / base_level.decode_tok_s
+    speedup = ratio(level.decode_tok_s, base_level.decode_tok_s)
+    return None if speedup is None else (level.spec_decode.num_speculative_tokens, speedup)
 
 
 @dataclass(frozen=True)
@@ -123,7 +132,8 @@ def speculative_step_ms(result: BenchResult, concurrency: int | None = None) -> 
     if counters is None or counters.mean_acceptance_length is None or not level.decode_tok_s:
         raise UserError(f"the result for {result.base_url} has no speculative steps to time",
                         hint="bench a speculative server (--speculative-config) with a workload it drafts for")
-    return counters.num_speculative_tokens, counters.mean_acceptance_length * 1000.0 / level.decode_tok_s
+    step = ratio(counters.mean_acceptance_length * 1000.0, level.decode_tok_s)
+    return counters.num_speculative_tokens, _step_of(result, "speculative", step)
 
 
 def fit_step_costs(points: Sequence[tuple[int, float]], target_step_ms: float) -> StepCostFit:

@@ -302,6 +302,9 @@ def run_level(
 
 def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: float, spec: SpecDecodeCounters | None,
                   *, warmup: int, duration_s: float | None) -> LevelResult:
+    if not wall > 0:  # a clock that did not advance: no throughput to divide out, rather than NaN in the result
+        raise UserError(f"concurrency {concurrency}: the level's wall time is {wall} s, so it has no throughput",
+                        hint="rerun the bench; time.perf_counter did not advance over the level")
     total = sum(t.output_tokens for t in timings)
     decode_tokens = sum(t.decode_tokens for t in timings)
     decode_s = sum(t.decode_s for t in timings)
@@ -310,7 +313,7 @@ def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: floa
         requests=len(timings),
         output_tokens=total,
         wall_s=wall,
-        output_tok_s=total / wall if wall > 0 else float("nan"),
+        output_tok_s=total / wall,
         decode_tok_s=decode_tokens / decode_s if decode_s > 0 else None,
         itl_ms=Summary.of([t.itl_ms for t in timings]),
         ttft_s=Summary.of([t.ttft_s for t in timings]),
@@ -318,7 +321,7 @@ def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: floa
         spec_decode=spec,
         warmup_requests=warmup,
         duration_s=duration_s,
-        mean_in_flight=sum(t.e2e_s for t in timings) / wall if wall > 0 else None,
+        mean_in_flight=sum(t.e2e_s for t in timings) / wall,
     )
 
 

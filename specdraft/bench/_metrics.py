@@ -105,11 +105,19 @@ class SpecDecodeCounters:
 
     @classmethod
     def from_json(cls, data: dict) -> "SpecDecodeCounters":
+        """Counts as ``to_json`` writes them: whole numbers (``ValueError`` otherwise; a count of 1e-320 drafts
+        would turn every rate into infinity)."""
+        def count(value, name: str) -> float:
+            number = float(value)
+            if not (math.isfinite(number) and number.is_integer()):
+                raise ValueError(f"spec_decode.{name} must be finite and whole, got {number}")
+            return number
+
         return cls(
-            float(data["num_drafts"]),
-            float(data["num_draft_tokens"]),
-            float(data["num_accepted_tokens"]),
-            tuple(float(c) for c in data["accepted_per_position"]),
+            count(data["num_drafts"], "num_drafts"),
+            count(data["num_draft_tokens"], "num_draft_tokens"),
+            count(data["num_accepted_tokens"], "num_accepted_tokens"),
+            tuple(count(c, "accepted_per_position") for c in data["accepted_per_position"]),
         )
 
 

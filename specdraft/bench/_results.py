@@ -15,6 +15,19 @@ from specdraft.errors import UserError
 SCHEMA = "specdraft.bench/1"
 
 
+def _figure(value, name: str) -> float:
+    """A measured figure read back from a result file: a finite number >= 0 (``ValueError`` otherwise, which
+    ``load_result`` reports as a malformed result): NaN or infinity would flow into speedups and JSON."""
+    number = float(value)
+    if not (math.isfinite(number) and number >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {number}")
+    return number
+
+
+def _optional_figure(value, name: str) -> float | None:
+    return None if value is None else _figure(value, name)
+
+
 @dataclass(frozen=True)
 class Summary:
     """Distribution of one per-request figure."""
@@ -37,8 +50,10 @@ class Summary:
         return {k: round(v, 6) for k, v in self.__dict__.items()}
 
     @classmethod
-    def from_json(cls, data: dict | None) -> "Summary | None":
-        return None if data is None else cls(**{k: float(data[k]) for k in ("mean", "p50", "p90", "min", "max")})
+    def from_json(cls, data: dict | None, name: str = "summary") -> "Summary | None":
+        if data is None:
+            return None
+        return cls(**{k: _figure(data[k], f"{name}.{k}") for k in ("mean", "p50", "p90", "min", "max")})
 
 
 @dataclass(frozen=True)
@@ -95,16 +110,16 @@ class LevelResult:
             concurrency=int(data["concurrency"]),
             requests=int(data["requests"]),
             output_tokens=int(data["output_tokens"]),
-            wall_s=float(data["wall_s"]),
-            output_tok_s=float(data["output_tok_s"]),
-            decode_tok_s=None if data.get("decode_tok_s") is None else float(data["decode_tok_s"]),
-            itl_ms=Summary.from_json(data.get("itl_ms")),
-            ttft_s=Summary.from_json(data.get("ttft_s")),
-            e2e_s=Summary.from_json(data.get("e2e_s")),
+            wall_s=_figure(data["wall_s"], "wall_s"),
+            output_tok_s=_figure(data["output_tok_s"], "output_tok_s"),
+            decode_tok_s=_optional_figure(data.get("decode_tok_s"), "decode_tok_s"),
+            itl_ms=Summary.from_json(data.get("itl_ms"), "itl_ms"),
+            ttft_s=Summary.from_json(data.get("ttft_s"), "ttft_s"),
+            e2e_s=Summary.from_json(data.get("e2e_s"), "e2e_s"),
             spec_decode=None if spec is None else SpecDecodeCounters.from_json(spec),
             warmup_requests=int(data.get("warmup_requests", 0)),
-            duration_s=None if data.get("duration_s") is None else float(data["duration_s"]),
-            mean_in_flight=None if data.get("mean_in_flight") is None else float(data["mean_in_flight"]),
+            duration_s=_optional_figure(data.get("duration_s"), "duration_s"),
+            mean_in_flight=_optional_figure(data.get("mean_in_flight"), "mean_in_flight"),
         )
 
 
@@ -115,14 +130,27 @@ class Speedup:
     concurrency: int
     decode_tok_s: float | None
     """Ratio of per-sequence decode tok/s."""
-    output_tok_s: float
-    """Ratio of aggregate output tok/s."""
+    output_tok_s: float | None
+    """Ratio of aggregate output tok/s; None where the baseline made no output tokens (or too few to divide by)."""
     e2e: float | None
     """Baseline mean end-to-end latency / candidate's."""
 
     def to_json(self) -> dict:
         return {"concurrency": self.concurrency, "decode_tok_s": round_ratio(self.decode_tok_s),
                 "output_tok_s": round_ratio(self.output_tok_s), "e2e": round_ratio(self.e2e)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Speedup":
+        def read(name: str) -> float | None:
+            value = data.get(name)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                return None  # a bench before the null wrote NaN where a ratio had no denominator
+            number = float(value)
+            if not (math.isfinite(number) and number >= 0):
+                raise ValueError(f"speedup {name} must be a finite number >= 0 or null, got {number}")
+            return number
+
+        return cls(int(data["concurrency"]), read("decode_tok_s"), read("output_tok_s"), read("e2e"))
 
 
 @dataclass(frozen=True)
@@ -177,6 +205,18 @@ def where_speculation_pays(speedups: Sequence["Speedup"]) -> tuple[WherePays, Wh
             WherePays.of("per_sequence", [(s.concurrency, s.decode_tok_s) for s in speedups]))
 
 
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """``numerator / denominator``, or None where there is no such number: a missing or zero denominator, or a
+    quotient past the largest float (a denominator of 1e-320 tok/s)."""
+    if numerator is None or denominator is None or not denominator > 0:
+        return None
+    try:
+        quotient = numerator / denominator
+    except OverflowError:
+        return None
+    return quotient if math.isfinite(quotient) else None
+
+
 def round_ratio(value: float | None) -> float | None:
     """A ratio to 4 significant digits: fixed decimals would turn a 0.00054x speedup into 0.0005."""
     return None if value is None else float(f"{value:.4g}")
@@ -213,8 +253,10 @@ class BenchResult:
         return pooled
 
     def with_baseline(self, baseline: "BenchResult") -> "BenchResult":
-        return replace(self, baseline=replace(baseline, baseline=None, speedups=()),
-                       speedups=tuple(compare(self, baseline)))
+        speedups = tuple(compare(self, baseline))
+        reasons = [reason for reason in _why_no_ratio(speedups, baseline) if reason not in self.notes]
+        return replace(self, baseline=replace(baseline, baseline=None, speedups=()), speedups=speedups,
+                       notes=(*self.notes, *reasons))
 
     def to_json(self) -> dict:
         pooled = self.pooled_spec_decode()
@@ -245,7 +287,7 @@ class BenchResult:
             base_url=data["base_url"],
             model=data["model"],
             max_tokens=int(data["max_tokens"]),
-            temperature=float(data.get("temperature", 0.0)),
+            temperature=_figure(data.get("temperature", 0.0), "temperature"),
             prompts_source=data.get("prompts_source", ""),
             num_prompts=int(data.get("num_prompts", 0)),
             levels=tuple(LevelResult.from_json(lv) for lv in data["levels"]),
@@ -254,7 +296,7 @@ class BenchResult:
             started_at=data.get("started_at", ""),
             specdraft_version=data.get("specdraft_version", ""),
             baseline=None if baseline is None else cls.from_json(baseline),
-            speedups=tuple(Speedup(**s) for s in data.get("speedups", ())),
+            speedups=tuple(Speedup.from_json(s) for s in data.get("speedups", ())),
         )
 
     def save(self, path: Path) -> None:
@@ -317,9 +359,9 @@ def compare(candidate: BenchResult, baseline: BenchResult) -> list[Speedup]:
         base = baseline.level(lv.concurrency)
         if base is None:
             continue
-        decode = lv.decode_tok_s / base.decode_tok_s if lv.decode_tok_s and base.decode_tok_s else None
-        e2e = base.e2e_s.mean / lv.e2e_s.mean if lv.e2e_s and base.e2e_s and lv.e2e_s.mean else None
-        output = lv.output_tok_s / base.output_tok_s if base.output_tok_s else float("nan")
+        decode = ratio(lv.decode_tok_s, base.decode_tok_s) if lv.decode_tok_s else None
+        e2e = ratio(base.e2e_s.mean, lv.e2e_s.mean) if lv.e2e_s and base.e2e_s else None
+        output = ratio(lv.output_tok_s, base.output_tok_s)
         speedups.append(Speedup(lv.concurrency, decode, output, e2e))
     if not speedups:
         raise UserError(
@@ -328,3 +370,15 @@ def compare(candidate: BenchResult, baseline: BenchResult) -> list[Speedup]:
             hint="rerun with the same --concurrency",
         )
     return speedups
+
+
+def _why_no_ratio(speedups: Sequence[Speedup], baseline: BenchResult) -> list[str]:
+    """The reason for each aggregate ratio that is null: the baseline made no output tokens at that level, or
+    so few that the ratio is past the largest float."""
+    reasons = []
+    for s in (s for s in speedups if s.output_tok_s is None):
+        made = baseline.level(s.concurrency).output_tok_s
+        what = "no output tokens" if not made else "too few output tok/s to divide by"
+        reasons.append(f"concurrency {s.concurrency}: the baseline ({baseline.base_url}) made {what}, so there is "
+                       "no aggregate speedup (null)")
+    return reasons

@@ -29,7 +29,7 @@ from specdraft.bench._calibration import (
 )
 from specdraft.bench._cost import estimate_cost_ratio, footprint_of
 from specdraft.bench._host_costs import KnownHostCost, known_host_cost
-from specdraft.bench._results import BenchResult, load_result, round_ratio
+from specdraft.bench._results import BenchResult, load_result, ratio, round_ratio
 from specdraft.bench._tuner import (
     ExtrapolationMethod,
     HostCost,
@@ -334,9 +334,10 @@ def _measured_vs_predicted(rec: Recommendation, measured: MeasuredRun | None) ->
         return None
     row = next((r for r in rec.table if r.k == measured.k), None)
     predicted = row.predicted_speedup if row else None
+    over = ratio(predicted, measured.speedup)  # None where the measured speedup is too close to 0 to divide by
     return {"k": measured.k, "measured_speedup": round_ratio(measured.speedup),
             "predicted_speedup": None if predicted is None else round_ratio(predicted),
-            "prediction_error": None if predicted is None else round(predicted / measured.speedup - 1, 4)}
+            "prediction_error": None if over is None else round(over - 1, 4)}
 
 
 def _schedule(request: TuneRequest, runs: _Runs) -> list[tuple[int, int, int]]:

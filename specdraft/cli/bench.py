@@ -103,7 +103,11 @@ class _ProgressBar:
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    """``value`` in ``spec``; a missing one is "-" at the same width, so the columns stay aligned."""
+    if value is None:
+        width = spec.split(".")[0]
+        return "-".rjust(int(width) if width.isdigit() else 1)
+    return format(value, spec)
 
 
 def render(result: BenchResult) -> str:
@@ -129,7 +133,7 @@ def render(result: BenchResult) -> str:
         lines.append(f"speedup over {baseline.model} at {baseline.base_url}:" if baseline else "speedup:")
         lines.append("  conc  per-seq tok/s  aggregate tok/s  e2e latency")
         for s in result.speedups:
-            lines.append(f"  {s.concurrency:>4}  {_fmt(s.decode_tok_s, '12.2f')}x  {s.output_tok_s:14.2f}x"
+            lines.append(f"  {s.concurrency:>4}  {_fmt(s.decode_tok_s, '12.2f')}x  {_fmt(s.output_tok_s, '14.2f')}x"
                          f"  {_fmt(s.e2e, '10.2f')}x")
         lines += [where.sentence() for where in where_speculation_pays(result.speedups)]
     return "\n".join(lines)

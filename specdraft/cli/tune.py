@@ -138,8 +138,10 @@ def _render(report: TuneReport) -> str:
     ]
     check = report.check
     if check is not None and check["predicted_speedup"] is not None:
+        error = check["prediction_error"]
+        off = "no relative error: the measured speedup is too close to 0" if error is None else f"{error:+.1%}"
         lines.append(f"measured at K = {check['k']} (the benched server): {check['measured_speedup']:.2f}x decode "
-                     f"speedup; predicted {check['predicted_speedup']:.2f}x ({check['prediction_error']:+.1%})")
+                     f"speedup; predicted {check['predicted_speedup']:.2f}x ({off})")
     if report.schedule is not None:
         lines.append(f"num_speculative_tokens_per_batch_size: {json.dumps([list(s) for s in report.schedule])}")
     return "\n".join(lines)

@@ -44,11 +44,12 @@ def _mount(host: Path, container: str | Path, read_only: bool = False) -> list[s
     return ["-v", f"{host}:{container}" + (":ro" if read_only else "")]
 
 
-def _host_paths(plan: LaunchPlan) -> list[Path]:
-    """Local files and directories the serve argv names: they are mounted at the same path."""
+def _host_paths(plan: LaunchPlan, with_template: bool = True) -> list[Path]:
+    """Local files and directories the serve argv names: they are mounted at the same path (a node's command
+    carries the template itself, so a node mounts no template)."""
     candidates = [plan.request.target, plan.speculative.model or ""]
     template = plan.serve.flag("--chat-template")
-    if template is not None:
+    if template is not None and with_template:
         candidates.append(template.value or "")
     paths = []
     for value in candidates:
@@ -119,15 +120,15 @@ def install_commands(source_in_container: str | None) -> list[str]:
             f"python3 -m pip install -c {IMAGE_PACKAGES} {shlex.join(PATCH_REQUIREMENTS)}"]
 
 
-def _container(plan: LaunchPlan, image: str | None,
-               environ: Mapping[str, str] | None) -> tuple[str, list[str], list[str]]:
+def _container(plan: LaunchPlan, image: str | None, environ: Mapping[str, str] | None,
+               with_template: bool = True) -> tuple[str, list[str], list[str]]:
     """The image, the mounts (Hugging Face home, this checkout, the plan's local paths) and the install steps."""
     environ = os.environ if environ is None else environ
     source = _source_checkout()
     mounts = _hf_mounts(environ)
     if source is not None:
         mounts += _mount(source, SOURCE_IN_CONTAINER, read_only=True)
-    for path in _host_paths(plan):
+    for path in _host_paths(plan, with_template):
         mounts += _mount(path, path, read_only=True)
     return image_for(plan, image), mounts, install_commands(SOURCE_IN_CONTAINER if source is not None else None)
 
@@ -159,7 +160,8 @@ def docker_node_argv(plan: LaunchPlan, node: NodeCommand, *, image: str | None =
                      environ: Mapping[str, str] | None = None) -> list[str]:
     """``docker run`` for one node (one of ``plan.container_nodes``) of a multi-node plan: host networking (the
     nodes reach each other and node 0's API port directly); the container installs specdraft, then runs the
-    node's own script, whose hotfix step patches the container's vLLM before it starts or joins."""
-    image, mounts, install = _container(plan, image, environ)
+    node's own script, whose hotfix step patches the container's vLLM before it starts or joins (and whose
+    template step writes the chat template inside the container: the planning machine's file is not there)."""
+    image, mounts, install = _container(plan, image, environ, with_template=False)
     return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "--network", "host", "--shm-size", "16g",
             *mounts, "--entrypoint", "/bin/bash", image, "-c", " && ".join([*install, node.script])]

@@ -61,7 +61,7 @@ def render_report(plan: LaunchPlan) -> str:
     lines += _parallel_section(plan)
     if len(plan.nodes) > 1:
         lines += ["", "Commands (one per node; each checks its own vLLM's hotfixes before it starts or joins)"]
-        lines += [f"  # {node.host} (node {node.rank}, {node.role})\n  {node.script}" for node in plan.nodes]
+        lines += [f"  # {node.host} (node {node.rank}, {node.role})\n  {node.preview}" for node in plan.nodes]
     else:
         lines += ["", "Command", "  " + plan.serve.shell_command()]
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
-from specdraft.planning._nodes import NodeCommand, node_commands
+from specdraft.planning._nodes import CHAT_TEMPLATE_FLAG, NodeCommand, ShippedTemplate, node_commands
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import LaunchRequest
@@ -126,8 +126,12 @@ def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serv
     needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
                                             method=decided.speculative.resolved_method))
     mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
+    flag = serve.flag(CHAT_TEMPLATE_FLAG)
+    template = (ShippedTemplate(planned_path=flag.value, text=decided.template.source)
+                if flag is not None and flag.value and decided.template.source is not None else None)
     return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
-                         master_addr=request.master_addr, hotfixes=mode, only=list(needed),
+                         master_addr=request.master_addr, master_port=request.master_port, hotfixes=mode,
+                         only=list(needed), template=template,
                          specdraft=("python3", "-m", "specdraft") if in_container else ("specdraft",),
                          python=None if in_container else request.python)
 

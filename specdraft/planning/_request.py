@@ -17,6 +17,7 @@ from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
 from specdraft.checkpoints import reference_problem
 from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
+from specdraft.planning._nodes import MASTER_PORT
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -55,8 +56,8 @@ class LaunchRequest(BaseModel):
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
     num_speculative_tokens: Annotated[int | None, CliOption(metavar="K")] = Field(default=None, gt=0)
-    """Draft tokens per target step; unset: 4 on dgx-spark, 3 on h100/h200 (measured), 8 for an MTP assistant
-    there (measured)."""
+    """Draft tokens per target step; unset: 4 on dgx-spark (2 beside a MoE target), 3 on h100/h200 (measured),
+    8 for an MTP assistant there (measured); beside a MoE target there 1 and 4 (measured)."""
     method: Annotated[SpeculativeMethod | Literal["auto"] | None, CliOption(choices=(*METHODS, "auto"))] = None
     """Speculative method; auto ranks every method the target, the draft and the release allow by predicted
     speedup and takes the fastest; unset: the draft's (mtp for an assistant, eagle3/dflash for a speculator,
@@ -99,6 +100,10 @@ class LaunchRequest(BaseModel):
     """The nodes' names, node 0 (the API server) first; unset: node0, node1, ..."""
     master_addr: Annotated[str | None, CliOption(group="GPUs and nodes", metavar="ADDR")] = None
     """Node 0's address as the other nodes reach it; unset: its name from --hosts."""
+    master_port: Annotated[int, CliOption(group="GPUs and nodes", metavar="PORT")] = Field(
+        default=MASTER_PORT, ge=1, le=65535)
+    """Node 0's port for the nodes' torch.distributed rendezvous (vLLM's --master-port); pick a free one when
+    another cluster or an earlier run still holds the default."""
     quantization: str | None = None
     """Target --quantization; unset: what the checkpoint declares."""
     draft_quantization: str | None = None
@@ -132,7 +137,7 @@ class LaunchRequest(BaseModel):
     @property
     def host_names(self) -> list[str]:
         """``hosts`` as a list (empty when unset)."""
-        return [name.strip() for name in (self.hosts or "").split(",") if name.strip()]
+        return _split_hosts(self.hosts or "")
 
     @model_validator(mode="after")
     def _one_host_per_node(self) -> "LaunchRequest":
@@ -140,6 +145,19 @@ class LaunchRequest(BaseModel):
             raise ValueError(f"hosts: {len(self.host_names)} name(s) in {self.hosts!r} for {self.nodes} node(s) "
                              "(--nodes)")
         return self
+
+    @field_validator("hosts", "master_addr")
+    @classmethod
+    def _names_a_host(cls, value: str | None, info) -> str | None:
+        """Each name lands in a node's vLLM or Ray argv as the value of an option: a name with a space, a
+        control character or a leading '-' (which vLLM's parser reads as another option) is refused here."""
+        if value is None:
+            return value
+        for name in [value] if info.field_name == "master_addr" else _split_hosts(value):
+            if not name or name.startswith("-") or any(c.isspace() or not c.isprintable() for c in name):
+                raise ValueError(f"{name!r} is not a host name or address (no spaces or control "
+                                 "characters, no leading '-')")
+        return value
 
     @field_validator("target", "draft")
     @classmethod
@@ -173,3 +191,8 @@ class LaunchRequest(BaseModel):
     def ranks_methods(self) -> bool:
         """Whether the plan ranks the methods: asked for, or the default with no draft to pick one."""
         return self.method == "auto" or (self.method is None and self.draft is None)
+
+
+def _split_hosts(text: str) -> list[str]:
+    """``--hosts H0,H1``'s names, blanks around and between commas dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]

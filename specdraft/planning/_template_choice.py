@@ -54,6 +54,8 @@ class TemplateChoice(BaseModel):
     checkpoint_template: CheckpointComparison | None = None
     """The comparison with the target checkpoint's own template; None when it carries none (or is not local)."""
     note: str = ""
+    source: str | None = None
+    """The template's text as read here: a plan over several nodes ships it to the node that serves the API."""
 
     def summary(self) -> dict:
         """The ``template`` object of ``launch --dry-run --json``."""
@@ -153,16 +155,20 @@ def choose_template(requested: Path | None, variant: str, checkpoint: Path | Non
     else:
         return TemplateChoice(path=None, variant=None, needed_variant=variant,
                               note="specdraft.templates is not in this build")
+    source = _read_template(path)
     if templates is None:
-        return TemplateChoice(path=path, variant=None, needed_variant=variant, findings=(Finding(
+        return TemplateChoice(path=path, variant=None, needed_variant=variant, source=source, findings=(Finding(
             level="warning", check="chat-template",
             message=f"{path} not checked: specdraft.templates is not in this build"),))
-    try:
-        source = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise UserError(f"--chat-template {path}: not UTF-8 text (byte {err.start})",
-                        hint="pass a Jinja chat template saved as UTF-8") from None
     found_variant, findings = _check(source, variant, detect=requested is not None)
     compared = _compare_with_checkpoint(source, variant, checkpoint) if checkpoint is not None else None
     return TemplateChoice(path=path, variant=found_variant, needed_variant=variant, findings=findings,
-                          checkpoint_template=compared)
+                          checkpoint_template=compared, source=source)
+
+
+def _read_template(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"--chat-template {path}: not UTF-8 text (byte {err.start})",
+                        hint="pass a Jinja chat template saved as UTF-8") from None

@@ -23,3 +23,13 @@ def test_the_committed_lever_table_is_reproduced_from_the_raw_rows_by_tune(tmp_p
     best = max((r for r in one_sequence if r["alpha"] == 0.85), key=lambda r: r["speedup"])
     assert (best["method"], best["k"], best["speedup"]) == ("mtp", 9, 3.839)
     assert "| issue7_mtp_h100 | mtp (31B assistant), V1 runner | 9 | 0.85 |" in done.stdout
+
+
+def test_the_committed_26b_table_is_reproduced_from_the_raw_rows_by_tune(tmp_path):
+    """moe26.json in docs/gpu is what moe26.py computes now from the two H200 leases."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/gpu/moe26.py"), str(RAW / "issue17_h200/results.jsonl"),
+         "--also", str(RAW / "issue20_h200/results.jsonl"), "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "moe26.json").read_text()) == json.loads((REPO / "docs/gpu/moe26.json").read_text())

@@ -8,6 +8,7 @@ shipped chat template, the hotfixed vLLM modules of a real release) and are then
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import struct
@@ -51,6 +52,14 @@ JINJA_BREAKAGE = (
     "\x00\x01\x02",
     "{% for i in range(10**7) %}{% endfor %}",  # the sandbox caps range()
 )
+# Host lists and addresses for the multi-node options.
+BAD_HOSTS = ("", ",", "a,a", "a", "a,b,c", "a b,c", "a,,b", "-h,x", "x" * 300 + ",y", "a;rm,b", "\u00e9,b", "a\nb,c")
+METHOD_NAMES = ("draft_model", "mtp", "eagle3", "dflash", "ngram", "ngram_gpu", "suffix", "auto", "", "MTP",
+                "medusa", "ngram,mtp")
+# NAME=COMMAND node specs for `cluster status`; every command is harmless ({case}/report.json is a broken report).
+NODE_SPECS = ("n1=cat {case}/report.json", "n1=/bin/false", "n1=/bin/true", "n1=no-such-program-here", "n1=",
+              "=cat", "n1", "n1=sh -c 'unclosed", "n1=cat /dev/null", "n1=cat {case}/binary", "n1=cat {case}/empty",
+              "n 1=cat {case}/report.json", "n2=cat {case}/report.json")
 # Templates that are slow on purpose: 10 MB of output.
 JINJA_SLOW = ('{{ "x" * 10**7 }}',)
 
@@ -250,7 +259,9 @@ def _launch_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[s
     pair = ["--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it"]
     if choice == 1:
         option = rng.choice(["--num-speculative-tokens", "--max-model-len", "--gpu-memory-utilization",
-                             "--max-num-seqs", "--tensor-parallel-size", "--draft-tensor-parallel-size"])
+                             "--max-num-seqs", "--tensor-parallel-size", "--draft-tensor-parallel-size", "--nodes",
+                             "--gpus-per-node", "--pipeline-parallel-size", "--data-parallel-size",
+                             "--prompt-lookup-min", "--prompt-lookup-max", "--suffix-decoding-max-tree-depth"])
         value = _number(rng)
         return f"launch {option} {value!r}", _writes({}, base + pair + [option, value])
     option = rng.choice(["--chat-template", "--target", "--draft", "--vllm-root", "--python"])
@@ -265,6 +276,72 @@ def _launch_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[s
     return f"launch {option} {path!r}", _writes({}, argv)
 
 
+# Ways launch shows a plan without starting vLLM (a case must never exec it).
+_LAUNCH_MODES = (["--dry-run"], ["--dry-run", "--json"], ["--print"], ["--docker"], ["--docker", "--image", "i:1"])
+
+
+def _launch_nodes_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """Several GPUs or nodes: bad counts, host lists and addresses, printed natively, through Ray or docker."""
+    argv = ["launch", "--hotfixes", rng.choice(["skip", "check", "apply"]), "--vllm-root", "{case}/no-vllm",
+            "--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it",
+            "--profile", rng.choice(["dgx-spark", "h100", "h200"]), *rng.choice(_LAUNCH_MODES)]
+    options = {"--nodes": rng.choice(["2", "3", "4", *BAD_NUMBERS]), "--hosts": rng.choice(BAD_HOSTS),
+               "--gpus-per-node": rng.choice(["1", "2", "8", *BAD_NUMBERS]),
+               "--multi-node": rng.choice(["native", "ray", "mpi", ""]),
+               "--master-addr": rng.choice(["10.0.0.1", "", "-x", "a b", "[::1]"]),
+               "--tensor-parallel-size": rng.choice(["1", "2", "4", "16", *BAD_NUMBERS]),
+               "--chat-template": rng.choice(["{case}/t.jinja", *BAD_PATHS])}
+    chosen = rng.sample(sorted(options), rng.randrange(1, 5))
+    for option in chosen:
+        argv += [option, options[option]]
+    return "launch " + " ".join(f"{o} {options[o]!r}" for o in chosen), _writes({"t.jinja": TEMPLATE.read_bytes()}, argv)
+
+
+def _load_test(rng: random.Random) -> dict:
+    """A bench result of a speculative server at three levels with a baseline: what --from-bench reads."""
+    from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
+
+    def run(speculative: bool) -> BenchResult:
+        levels = tuple(LevelResult(n, 8, 1024, 1.0, 70.0 * n, (105.0 if speculative else 70.0) / n ** 0.3,
+                                   Summary(14.0, 14.0, 14.0, 13.0, 15.0), None, None,
+                                   SpecDecodeCounters(100, 300, 180, (80, 60, 40)) if speculative else None)
+                       for n in (1, 2, 4))
+        return BenchResult(f"http://127.0.0.1:{9 if speculative else 10}", "m", 128, 0.0, "built-in", 8, levels,
+                           speculative)
+
+    return run(True).with_baseline(run(False)).to_json()
+
+
+def _launch_from_bench_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """``--from-bench`` (K per batch size) and ``--acceptance-from`` read a bench result broken one way."""
+    kind, document = _break_json(rng, _load_test(rng)) if rng.random() < 0.8 else ("intact", json.dumps(
+        _load_test(rng)).encode())
+    argv = ["launch", "--dry-run", "--hotfixes", "skip", "--vllm-root", "{case}/no-vllm",
+            "--target", "google/gemma-4-31B-it", "--profile", "h100"]
+    if rng.random() < 0.6:
+        argv += ["--draft", "google/gemma-4-E2B-it", "--from-bench", "{case}/load.json",
+                 "--max-num-seqs", rng.choice(["1", "2", "4", "16", *BAD_NUMBERS])]
+        return f"launch --from-bench with {kind}", _writes({"load.json": document}, argv)
+    spec = rng.choice(["mtp={case}/load.json", "ngram={case}/load.json", "bogus={case}/load.json", "mtp=",
+                       "={case}/load.json", "{case}/load.json", "mtp={case}/missing", "mtp={case}/binary"])
+    argv += ["--method", rng.choice(["auto", "mtp"]), "--acceptance-from", spec]
+    return f"launch --acceptance-from {spec!r}, result {kind}", _writes({"load.json": document}, argv)
+
+
+def _launch_method_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """``--method`` with and without a draft, and the draft-less methods' own options."""
+    method = rng.choice(METHOD_NAMES)
+    draft = rng.choice([[], ["--draft", "google/gemma-4-E2B-it"], ["--draft", "google/gemma-4-31B-it-assistant"]])
+    extra = []
+    if rng.random() < 0.5:
+        option = rng.choice(["--prompt-lookup-min", "--prompt-lookup-max", "--suffix-decoding-max-tree-depth",
+                             "--num-speculative-tokens", "--max-num-seqs"])
+        extra = [option, rng.choice(["1", "3", "8", *BAD_NUMBERS])]
+    argv = ["launch", "--hotfixes", "skip", "--vllm-root", "{case}/no-vllm", *rng.choice(_LAUNCH_MODES),
+            "--target", "google/gemma-4-31B-it", *draft, "--method", method, *extra]
+    return f"launch --method {method!r} {' '.join(draft + extra)}", _writes({}, argv)
+
+
 def _bench_result(rng: random.Random, speculative: bool) -> dict:
     from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
 
@@ -273,18 +350,53 @@ def _bench_result(rng: random.Random, speculative: bool) -> dict:
     return BenchResult("http://127.0.0.1:9", "m", 128, 0.0, "built-in", 8, (level,), speculative).to_json()
 
 
+# Edge numbers for a measured figure of a saved result: zero, tiny, huge, and the non-numbers Python's json reads.
+EDGE_FIGURES = (0, 0.0, -0.0, 1e-320, 1e308, -1.0, float("nan"), float("inf"), "NaN", "inf")
+FIGURES = ("output_tok_s", "decode_tok_s", "wall_s", "mean_in_flight", "duration_s", "itl_ms.mean", "e2e_s.mean",
+           "ttft_s.p50", "spec_decode.num_drafts", "spec_decode.num_accepted_tokens")
+
+
+def _with_edge_figure(rng: random.Random, document: dict) -> str:
+    """Set one figure of the first level of ``document`` to an edge number; returns what was set."""
+    level = document["levels"][0]
+    name = rng.choice(FIGURES)
+    *parents, leaf = name.split(".")
+    holder = level
+    for key in parents:
+        holder = holder.get(key) or {}
+        if not holder:
+            return f"{name} absent"
+    holder[leaf] = rng.choice(EDGE_FIGURES)
+    return f"{name} = {holder[leaf]!r}"
+
+
+def _figures_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """bench --compare-results or tune on results whose figures are zero, tiny, huge or not numbers."""
+    spec, base = _load_test(rng), _load_test(rng)["baseline"]
+    kind = _with_edge_figure(rng, rng.choice([spec, base]))
+    files = {"spec.json": json.dumps(spec).encode(), "base.json": json.dumps(base).encode()}
+    argv = rng.choice([["bench", "--compare-results", "{case}/spec.json", "{case}/base.json"],
+                       ["tune", "--from-bench", "{case}/spec.json", "--step-times", "{case}/base.json", "{case}/base.json"],
+                       ["tune", "--from-bench", "{case}/spec.json", "--cost-ratio", "0.1", "--target-bench",
+                        "{case}/base.json", "--host-ms", "1,1"]])
+    return f"{argv[0]} with {kind}", _writes(files, argv + ["--json"])
+
+
 def _bench_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
     choice = rng.randrange(3)
-    if choice == 0:
-        a_kind, a = _break_json(rng, _bench_result(rng, True))
-        b = json.dumps(_bench_result(rng, False)).encode()
-        return f"bench --compare-results A with {a_kind}", _writes(
-            {"a.json": a, "b.json": b}, ["bench", "--compare-results", "{case}/a.json", "{case}/b.json"])
+    if choice == 0:  # one of the two results broken: the candidate (speculative) or the baseline
+        broken = rng.choice(["a.json", "b.json"])
+        kind, document = _break_json(rng, _bench_result(rng, broken == "a.json"))
+        files = {"a.json": json.dumps(_bench_result(rng, True)).encode(),
+                 "b.json": json.dumps(_bench_result(rng, False)).encode(), broken: document}
+        argv = ["bench", "--compare-results", "{case}/a.json", "{case}/b.json"] + (["--json"] if rng.random() < 0.5 else [])
+        return f"bench --compare-results, {broken} with {kind}", _writes(files, argv)
     server = ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"]
     if choice == 1:
-        option = rng.choice(["--requests", "--temperature", "--max-tokens", "--concurrency"])
-        value = _number(rng)
-        return f"bench {option} {value!r}", _writes({}, server + [option, value])
+        option = rng.choice(["--requests", "--temperature", "--max-tokens", "--concurrency", "--duration", "--warmup",
+                             "--duration --requests", "--warmup --duration"])
+        values = [word for name in option.split() for word in (name, _number(rng))]
+        return f"bench {' '.join(values)!r}", _writes({}, server + values)
     option = rng.choice(["--prompts", "--out", "--compare-results"])
     path = _path(rng)
     argv = server + [option, path] + (["{case}/binary"] if option == "--compare-results" else [])
@@ -343,11 +455,49 @@ def _quantize_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list
     return f"quantize {option} {path!r}", _writes(model, argv)
 
 
+@functools.cache
+def _node_report() -> dict:
+    """What ``cluster report --json`` prints for the pristine release tree (its hotfixes pending)."""
+    from specdraft.patching import locate, status
+    from specdraft.patching.cluster import node_report
+
+    install = locate(vllm_root=patch_trees.pristine_tree())
+    return node_report(install, status(install))
+
+
+def _cluster_status_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """``cluster status``: node specs that do not parse, commands that fail or print a broken report."""
+    specs = [rng.choice(NODE_SPECS) for _ in range(rng.randrange(1, 4))]
+    argv = ["cluster", "status", *specs]
+    for option in rng.sample(["--python", "--vllm-root", "--only", "--json"], rng.randrange(3)):
+        argv += [option] if option == "--json" else [option, rng.choice(
+            ["n1={case}/missing", "n1=", "nobody=/x", "n1", "kv", "", "n1=/bin/true", "n1={case}/binary"])]
+    report = _node_report() if rng.random() < 0.5 else {"hotfixes": _node_report()["hotfixes"][:1]}
+    kind, document = _break_json(rng, report) if rng.random() < 0.8 else ("intact", json.dumps(report).encode())
+    return f"cluster status {' '.join(specs)!r}, report {kind}", _writes({"report.json": document}, argv)
+
+
+def _cluster_report_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """``cluster report`` on a vLLM tree broken one way (the patch commands' trees)."""
+    breakage = rng.choice(["version", "module bytes", "module empty", "journal", "metadata", "no package",
+                           "root is a file", "root path", "unknown id", "python"])
+    seed = rng.randrange(2**32)
+    json_flag = ["--json"] if rng.random() < 0.5 else []
+
+    def build(case: Path, outside: Path) -> list[str]:
+        root = patch_trees.copy_hotfixed_modules(case / "site-packages")
+        return ["cluster", "report", *json_flag, *patch_trees.break_tree(random.Random(seed), breakage, root, case,
+                                                                          outside)]
+
+    return f"cluster report, {breakage}", build
+
+
 _MAKERS: dict[str, list[Callable[[random.Random], tuple[str, Callable[[Path, Path], list[str]]]]]] = {
     "patch": [_patch_tree_case],
     "template": [_template_case],
-    "launch": [_launch_case],
-    "bench": [_bench_case],
-    "tune": [_tune_case],
+    "launch": [_launch_case, _launch_nodes_case, _launch_from_bench_case, _launch_method_case],
+    "bench": [_bench_case, _figures_case],
+    "tune": [_tune_case, _figures_case],
     "quantize": [_quantize_case],
+    "cluster": [_cluster_status_case, _cluster_report_case],
 }

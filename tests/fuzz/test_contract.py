@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -30,7 +31,7 @@ from .conftest import OUTCOMES, RUN
 from .patch_trees import pristine_tree
 
 SEED = int(os.environ.get("SPECDRAFT_FUZZ_SEED", "16"))
-PER_COMMAND = int(os.environ.get("SPECDRAFT_FUZZ_CASES", "24"))
+PER_COMMAND = int(os.environ.get("SPECDRAFT_FUZZ_CASES", "20"))
 SECONDS = 10.0
 SUBPROCESS_EVERY = 25
 CASES = generate(SEED, PER_COMMAND)
@@ -100,7 +101,19 @@ def _run_in_process(argv: list[str]) -> tuple[int, str, str, float]:
     return code, out.getvalue(), err.getvalue(), time.perf_counter() - started
 
 
-def _breach(code, out: str, err: str, crash_logs: list[Path]) -> str | None:
+def _not_json(out: str) -> str | None:
+    """Why ``out`` is not one strict JSON document (Python's json writes NaN and Infinity, which JSON lacks)."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    try:
+        json.loads(out, parse_constant=refuse)
+    except ValueError as err:
+        return str(err)[:200]
+    return None
+
+
+def _breach(code, out: str, err: str, crash_logs: list[Path], argv: list[str] = ()) -> str | None:
     if code == "overtime":
         return f"still running after {SECONDS:.0f}s"
     if code == 3 or crash_logs:
@@ -112,6 +125,8 @@ def _breach(code, out: str, err: str, crash_logs: list[Path]) -> str | None:
         return "traceback on the screen"
     if code == 2 and "error:" not in err:
         return f"exit 2 without an error line: {err.strip()[-200:]!r}"
+    if "--json" in argv and code in (0, 1) and out.strip() and _not_json(out):
+        return f"--json printed what is not JSON: {_not_json(out)}"
     return None
 
 
@@ -130,7 +145,7 @@ def test_generated_bad_input_keeps_the_contract(case: Case, outside: Path, check
     before = _digest(outside)
 
     code, out, err, seconds = _run_in_process(argv)
-    breach = _breach(code, out, err, sorted(tmp_path.glob("specdraft-crash-*.log")))
+    breach = _breach(code, out, err, sorted(tmp_path.glob("specdraft-crash-*.log")), argv)
     if breach is None and _digest(outside) != before:
         breach = f"changed a file outside its directory ({outside})"
     if breach is None and CASES.index(case) % SUBPROCESS_EVERY == 0:
@@ -152,7 +167,7 @@ def _subprocess_breach(argv: list[str], cwd: Path, in_process_code) -> str | Non
         return "still running as a subprocess"
     if done.returncode != in_process_code:
         return f"exit {done.returncode} as a subprocess, {in_process_code} in-process"
-    return _breach(done.returncode, done.stdout, done.stderr, [])
+    return _breach(done.returncode, done.stdout, done.stderr, [], argv)
 
 
 def test_the_checkout_is_left_as_it_was(checkout_before):

