@@ -210,11 +210,49 @@ def write_tiny_assistant(out_dir: str | os.PathLike) -> Path:
     """
     text = json.dumps(ASSISTANT_CONFIG, indent=2) + "\n"
     directory = Path(out_dir).expanduser() / f"tiny-gemma4-assistant-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    _write_config_once(directory, text)
+    return directory
+
+
+def _write_config_once(directory: Path, text: str) -> None:
     if not (directory / "config.json").is_file():
         directory.mkdir(parents=True, exist_ok=True)
         staging = directory / ".config.json.tmp"
         staging.write_text(text)
         os.replace(staging, directory / "config.json")
+
+
+TINY_DRAFT_VOCAB_SIZE = 128
+"""A tiny speculator's draft vocabulary: smaller than the target's, as the published ones (32000 of 262144)."""
+
+
+def tiny_speculator_config(real: dict) -> dict:
+    """A speculators-format EAGLE-3 / DFlash ``config.json`` shaped like ``real`` but sized for TARGET_CONFIG.
+
+    Kept: the speculators type, the layer count, the draft vocabulary smaller than the target's (vLLM maps it
+    with ``d2t``), the mask token, the aux layers spread over the target's depth (rescaled to its layer count;
+    DFlash numbers them from 1). Shrunk: widths, heads and vocabularies, to the tiny target's."""
+    layer = dict(real["transformer_layer_config"])
+    target_layers = TARGET_CONFIG["num_hidden_layers"]
+    layer.update(hidden_size=TARGET_CONFIG["hidden_size"], intermediate_size=TARGET_CONFIG["intermediate_size"],
+                 num_attention_heads=TARGET_CONFIG["num_attention_heads"], head_dim=TARGET_CONFIG["head_dim"],
+                 num_key_value_heads=TARGET_CONFIG["num_key_value_heads"], vocab_size=TINY_VOCAB_SIZE,
+                 max_position_embeddings=MAX_POSITION_EMBEDDINGS)
+    config = {**real, "transformer_layer_config": layer, "draft_vocab_size": TINY_DRAFT_VOCAB_SIZE}
+    for key, lowest in (("eagle_aux_hidden_state_layer_ids", 0), ("aux_hidden_state_layer_ids", 1)):
+        if key in real:
+            real_layers = max(real[key]) + 3  # the published ids end a few layers before the verifier's last
+            config[key] = sorted({min(target_layers, max(lowest, round(i * target_layers / real_layers)))
+                                  for i in real[key]})
+    return config
+
+
+def write_tiny_speculator(real_config: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Write (or find) ``tiny_speculator_config`` of the speculator ``config.json`` at ``real_config`` under
+    ``out_dir``: only ``config.json``, for ``--load-format dummy`` beside the tiny pair's target."""
+    text = json.dumps(tiny_speculator_config(json.loads(Path(real_config).read_text())), indent=2) + "\n"
+    directory = Path(out_dir).expanduser() / f"tiny-speculator-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    _write_config_once(directory, text)
     return directory
 
 
