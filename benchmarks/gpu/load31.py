@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,10 +65,55 @@ def best_per_level(rows: list[dict]) -> dict:
     return best
 
 
+COSTS_ABOUT = ("Step costs per batch size, measured on a lent GPU with benchmarks/gpu/sweep.py (dummy weights, bf16, "
+               "one in-process vLLM engine per path, every level's sequences decoding together) and written by "
+               "benchmarks/gpu/load31.py --costs-out: per batch size, the target's decode step alone and the "
+               "speculative engine's step at each measured K (ms; mean over the acceptance levels measured). tune's "
+               "model fits step(K) = fixed + K * per_token through each batch size's K (c = per_token / target step, "
+               "o = fixed / target step - 1); launch --max-num-seqs plans K per batch size from it.")
+# What each measured path is, for the shipped step costs (specdraft/bench/data/batch_step_costs.json).
+PATH_FACTS = {
+    "draft_model": dict(drafter="E2B-shaped (35 layers, 20 KV-shared), bf16, async scheduling", key="draft_model-e2b-async"),
+    "mtp": dict(drafter="the 31B's MTP assistant (4 layers, shares the target's KV cache), bf16", key="mtp-31b-assistant"),
+}
+TARGET_SHAPE = {"hidden_size": 5376, "num_hidden_layers": 60}
+"""benchmarks/gpu/configs/target31b: the 31B-shaped target the rows were measured with."""
+
+
+def step_cost_entries(target: dict, spec: list[dict], source: str) -> dict:
+    """Per path: the target's step and the speculative engine's step at each measured K, per batch size.
+
+    A K measured at several acceptance levels (or twice) gets the mean of its step times: the step's work does
+    not depend on how much of the draft is accepted."""
+    entries = {}
+    for method, facts in PATH_FACTS.items():
+        rows = [r for r in spec if r["method"] == method and isinstance(r["concurrency"], int) and r["k"]]
+        if not rows:
+            continue
+        gpu, vllm = rows[0]["gpu"], rows[0]["vllm"]
+        levels = []
+        for n in sorted(target):
+            ks = sorted({r["k"] for r in rows if r["concurrency"] == n})
+            steps = {str(k): round(statistics.mean(r["step_ms"] for r in rows if r["concurrency"] == n and r["k"] == k), 3)
+                     for k in ks}
+            if steps:
+                levels.append({"batch_size": n, "target_step_ms": target[n]["step_ms"], "step_ms": steps})
+        name = f"vllm{'.'.join(vllm.split('.')[:2])}-{facts['key']}-{gpu.split()[-1].lower()}"
+        entries[name] = {"method": method, "vllm": vllm, "gpu": gpu, "target": "31B-shaped, bf16",
+                         "target_shape": TARGET_SHAPE, "drafter": facts["drafter"],
+                         "cudagraph_mode": sorted({r["cudagraph_mode"] for r in rows}),
+                         "source": source, "levels": levels}
+    return entries
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results", nargs="+")
     p.add_argument("--out", required=True)
+    p.add_argument("--costs-out", default=None,
+                   help="also write the step costs per batch size in the shape tune reads (batch_step_costs.json)")
+    p.add_argument("--costs-source", default="docs/gpu/README.md section 7",
+                   help="where the shipped step costs say they come from")
     args = p.parse_args(argv)
     target, spec = collect(args.results)
     rows = table(target, spec)
@@ -89,6 +135,11 @@ def main(argv: list[str]) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "load_31b.json"), "w") as f:
         json.dump({"rows": rows, "step_costs": steps}, f, indent=1)
+    if args.costs_out:
+        entries = step_cost_entries(target, spec, f"{args.costs_source}; raw rows: {', '.join(args.results)}")
+        with open(args.costs_out, "w") as f:
+            json.dump({"_about": COSTS_ABOUT, **entries}, f, indent=1)
+            f.write("\n")
     return 0
 
 

@@ -23,6 +23,14 @@ choice), ``--cudagraph-mode``, ``--v2`` (Model Runner V2), ``--max-num-seqs`` wi
 records one N-token request with the torch profiler after the measurements and summarises it per engine step
 (``step_profile.py``); the gzipped trace goes beside the results.
 
+K per batch size (vLLM >= 0.24 keeps ``num_speculative_tokens_per_batch_size`` as a dense lookup in its scheduler):
+``--k-values 0,2,3,5`` and/or ``--schedule [ALPHA=]1:8,16:3`` build one engine at the largest K with a schedule and
+overwrite the scheduler's lookup in place before each variant, so one engine gives a row per fixed K and per
+schedule at every level and acceptance (``k`` = the K in effect at that level, ``k_mode`` fixed | schedule,
+``drafted_tokens_per_draft`` = what the drafter proposed per step, from vLLM's counters). With a schedule the V1
+runner captures PIECEWISE CUDA graphs only and does not pad decode batches; a plain ``--k`` engine keeps FULL
+graphs, which is what a fixed-K server gets (measure one beside it to see the difference).
+
 usage: sweep.py --tag TAG --k K [--model target|draft] [--draft-dir draftE2B] [--alphas 0.85,0.70] [--draft-quant fp8]
                 [--quant fp8] [--hybrid-kv on|off] [--eager] [--expect-error TEXT] [levers] --out RESULTS.jsonl
 """
@@ -80,6 +88,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="periodic = a 20-token pattern repeated (gives n-gram speculation something to match)")
     p.add_argument("--profile-tokens", type=int, default=0, help="profile one request of this many tokens")
     p.add_argument("--trace-dir", default=None, help="where the profile trace goes (default: beside --out)")
+    p.add_argument("--k-values", default=None,
+                   help="fixed K values measured in one engine through vLLM's per-batch-size K lookup (0 = the "
+                        "drafter's first pass only); the engine is built at the largest K with a schedule")
+    p.add_argument("--schedule", action="append", default=[], metavar="[ALPHA=]START:K,...",
+                   help="a num_speculative_tokens_per_batch_size measured as vLLM builds it (START:K runs to the next "
+                        "START - 1, the last to --max-num-seqs); ALPHA= ties it to one acceptance level; repeatable")
+    p.add_argument("--ramp", action="store_true",
+                   help="after the levels: the largest level's requests with staggered lengths (the batch shrinks "
+                        "to 1 while they run, so a schedule switches K mid-run), per variant")
     p.add_argument("--expect-error", default=None, help="the run is a failure demo: record whether this text appears")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
@@ -125,8 +142,81 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
                         synthetic_acceptance_rates=geometric_rates(first_alpha, args.k))
         if args.draft_quant:
             spec["quantization"] = args.draft_quant
+        if engine_schedule(args, first_alpha):
+            spec["num_speculative_tokens_per_batch_size"] = engine_schedule(args, first_alpha)
         kw["speculative_config"] = spec
     return kw
+
+
+def resolve_k_lookup(args: argparse.Namespace) -> None:
+    """``--k-values`` / ``--schedule``: parse them, and build the engine at the largest K they name.
+
+    Sets ``args.k_list`` (fixed K values), ``args.schedules`` (acceptance level or None -> inclusive ranges) and
+    raises ``args.k`` to the largest K; a schedule in the config is what makes vLLM keep its lookup (and what
+    turns full CUDA graphs into PIECEWISE on the V1 runner), so every row of such an engine pays that."""
+    args.k_list = [int(k) for k in args.k_values.split(",")] if args.k_values else []
+    args.schedules = {}
+    for text in args.schedule:
+        alpha, _, ranges = text.rpartition("=")
+        args.schedules[float(alpha) if alpha else None] = schedule_ranges(ranges, args.max_num_seqs)
+    ks = args.k_list + [k for ranges in args.schedules.values() for _, _, k in ranges]
+    if ks:
+        if max(ks) <= 0:
+            raise SystemExit("--k-values/--schedule: at least one K must be > 0 (vLLM needs num_speculative_tokens > 0)")
+        args.k = max(args.k, *ks)
+
+
+def schedule_ranges(text: str, max_num_seqs: int) -> list[tuple[int, int, int]]:
+    """``1:8,16:3`` -> ``[(1, 15, 8), (16, max_num_seqs, 3)]``."""
+    starts = [tuple(int(x) for x in part.split(":")) for part in text.split(",")]
+    ends = [start - 1 for start, _ in starts[1:]] + [max_num_seqs]
+    return [(start, end, k) for (start, k), end in zip(starts, ends)]
+
+
+def engine_schedule(args: argparse.Namespace, first_alpha: float | None) -> list[tuple[int, int, int]] | None:
+    """The ``num_speculative_tokens_per_batch_size`` the engine is built with (None: a plain fixed-K engine)."""
+    if not (args.k_list or args.schedules):
+        return None
+    return lookup_ranges(args, first_alpha) or [(1, args.max_num_seqs, args.k)]
+
+
+def lookup_ranges(args: argparse.Namespace, alpha: float | None) -> list[tuple[int, int, int]] | None:
+    return args.schedules.get(alpha, args.schedules.get(None))
+
+
+def lookup_variants(args: argparse.Namespace, alpha: float | None, first: bool) -> list[tuple[str, list]]:
+    """What one acceptance level measures: ``("schedule", ranges)`` for its schedule, ``("fixed", ranges)`` per K.
+    K = 0 proposes nothing, so acceptance cannot change it: measured at the first level only."""
+    if not (args.k_list or args.schedules):
+        return [("engine", [])]
+    ranges = lookup_ranges(args, alpha)
+    out = [("schedule", ranges)] if ranges else []
+    return out + [("fixed", [(1, args.max_num_seqs, k)]) for k in args.k_list if k > 0 or first]
+
+
+def set_k_lookup(llm, ranges: list[tuple[int, int, int]]) -> list[int]:
+    """Overwrite the scheduler's batch size -> K lookup in place, built by vLLM's own function from ``ranges``.
+
+    The scheduler reads ``dynamic_sd_lookup[batch size]`` every step and hands that K to the drafter
+    (``num_spec_tokens_to_schedule``), so the next step drafts and verifies that many tokens."""
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    scheduler = llm.llm_engine.engine_core.engine_core.scheduler  # in-process engine core
+    if scheduler.dynamic_sd_lookup is None:
+        raise RuntimeError("the scheduler has no dynamic_sd_lookup: the engine was built without a schedule")
+    lookup = build_dynamic_sd_schedule_lookup(ranges, len(scheduler.dynamic_sd_lookup) - 1, scheduler.num_spec_tokens)
+    scheduler.dynamic_sd_lookup[:] = lookup
+    return scheduler.dynamic_sd_lookup
+
+
+def lookup_fields(mode: str, ranges: list, lookup: list[int] | None, level: int) -> dict:
+    """The row fields of one lookup variant at one batch size (nothing for a plain engine)."""
+    if mode == "engine":
+        return {}
+    out = dict(k=lookup[level], k_mode=mode, lookup_k=lookup[level])
+    if mode == "schedule":
+        out["schedule"] = [list(r) for r in ranges]
+    return out
 
 
 def set_acceptance(llm, rates: list[float]) -> list[float]:
@@ -204,11 +294,36 @@ def measure(llm, args: argparse.Namespace, rec: dict, generate, concurrency: int
                          if n.endswith("num_accepted_tokens") or n.endswith("num_accepted_tokens_total")), 0)
         per_pos = next((v for n, v in delta.items() if "accepted_tokens_per_pos" in n), None)
         steps = drafts / args.reps / concurrency  # drafts count one per sequence per step
+        drafted = next((v for n, v in delta.items()
+                        if n.endswith("num_draft_tokens") or n.endswith("num_draft_tokens_total")), None)
         rec.update(spec_counters_delta=delta, steps_per_request=round(steps, 3),
                    mean_acceptance_length=round(1 + accepted / drafts, 4),
                    step_ms=round(1000 * (tn - t1) / steps, 3))
         if per_pos:
             rec["per_position_acceptance"] = [round(x / drafts, 5) for x in per_pos]
+        if drafted is not None:  # what the drafter really proposed per sequence and step: the K in effect
+            rec["drafted_tokens_per_draft"] = round(drafted / drafts, 4)
+    elif delta:
+        rec["spec_counters_delta"] = delta  # a speculative engine that drafted nothing (K = 0)
+
+
+def measure_ramp(llm, args: argparse.Namespace, rec: dict, generate, largest: int) -> None:
+    """``largest`` requests sent together, request i decoding ``new_tokens * i / largest`` tokens: the batch
+    shrinks from ``largest`` to 1 as they finish, so a schedule switches K during the run. Aggregate tok/s =
+    all decoded tokens / wall time (prefill included; the same for every variant)."""
+    lengths = [max(2, round(args.new_tokens * (i + 1) / largest)) for i in range(largest)]
+    generate(lengths)  # warm-up
+    before = spec_counters(llm)
+    walls = [generate(lengths) for _ in range(args.reps)]
+    delta = counter_delta(before, spec_counters(llm))
+    wall = statistics.median(walls)
+    rec.update(k=None, ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
+               aggregate_decode_tok_s=round(sum(lengths) / wall, 3),
+               aggregate_decode_tok_s_per_rep=[round(sum(lengths) / x, 3) for x in walls], spec_counters_delta=delta)
+    drafts = _drafts(delta)
+    if drafts:
+        drafted = next((v for n, v in delta.items() if n.endswith("num_draft_tokens")), 0)
+        rec["drafted_tokens_per_draft"] = round(drafted / drafts, 4)  # the mean K over the run's steps
 
 
 def _drafts(delta: dict) -> float:
@@ -217,6 +332,7 @@ def _drafts(delta: dict) -> float:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    resolve_k_lookup(args)
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
     base = {"tag": args.tag, "k": args.k, "model": args.model, "target_dir": args.target_dir,
             "draft_dir": args.draft_dir, "mtp_dir": args.mtp_dir if args.method == "mtp" else None,
@@ -225,6 +341,9 @@ def main(argv: list[str]) -> int:
             "prompt_tokens": PROMPT_TOKENS, "method": args.method if args.k else None,
             "async_requested": args.async_scheduling, "cudagraph_requested": args.cudagraph_mode,
             "max_num_seqs": args.max_num_seqs, "concurrency": args.concurrency, "prompt": args.prompt}
+    if args.k_list or args.schedules:
+        base.update(engine_k=args.k, k_values=args.k_list,
+                    schedules={str(a): [list(r) for r in rs] for a, rs in args.schedules.items()})
     # read by vLLM at import / first use, so set before importing it
     os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if args.v2 else "0"
     if args.profile_tokens:
@@ -262,16 +381,19 @@ def main(argv: list[str]) -> int:
             body = [draw() for _ in range(PROMPT_TOKENS - 1)]
         prompt = TokensPrompt(prompt_token_ids=[2] + body)
 
-        def timed_generate(n: int, concurrency: int = 1) -> float:
-            params = SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True, detokenize=False)
+        def timed_generate(n: int | list[int], concurrency: int = 1) -> float:
+            """``concurrency`` requests of ``n`` tokens each, or one request per length in ``n``."""
+            lengths = n if isinstance(n, list) else [n] * concurrency
+            params = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
+                      for m in lengths]
             if on_gpu:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            out = llm.generate([prompt] * concurrency, params, use_tqdm=False)
+            out = llm.generate([prompt] * len(lengths), params, use_tqdm=False)
             elapsed = time.perf_counter() - t
             got = [len(o.outputs[0].token_ids) for o in out]
-            if got != [n] * concurrency:
-                raise RuntimeError(f"asked for {n} tokens per request, got {got}")
+            if got != lengths:
+                raise RuntimeError(f"asked for {lengths} tokens per request, got {got}")
             return elapsed
 
         levels = [int(c) for c in str(args.concurrency).split(",")]
@@ -283,13 +405,20 @@ def main(argv: list[str]) -> int:
                 acc = dict(alpha=alpha, rates_unconditional=rates,
                            rates_conditional_in_sampler=[round(r, 6) for r in set_acceptance(llm, rates)],
                            expected_tokens_per_step=round(1 + sum(rates), 4))
-            for level in levels:
-                rec = dict(base, **acc, concurrency=level)
-                measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
-                if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
-                    rec["profile"] = profile_request(args, timed_generate, torch)
-                rec["elapsed_s"] = round(time.time() - t_start, 1)
-                emit(args.out, rec)
+            for mode, ranges in lookup_variants(args, alpha, first=alpha == alphas[0]):
+                lookup = set_k_lookup(llm, ranges) if ranges else None
+                for level in levels:
+                    rec = dict(base, **acc, **lookup_fields(mode, ranges, lookup, level), concurrency=level)
+                    measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
+                    if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
+                        rec["profile"] = profile_request(args, timed_generate, torch)
+                    rec["elapsed_s"] = round(time.time() - t_start, 1)
+                    emit(args.out, rec)
+                if args.ramp:
+                    rec = dict(base, **acc, **lookup_fields(mode, ranges, lookup, max(levels)), concurrency="ramp")
+                    measure_ramp(llm, args, rec, timed_generate, max(levels))
+                    rec["elapsed_s"] = round(time.time() - t_start, 1)
+                    emit(args.out, rec)
         if args.expect_error:
             emit(args.out, dict(base, expected_error=args.expect_error, error=None, error_seen=False,
                                 elapsed_s=round(time.time() - t_start, 1)))

@@ -15,6 +15,14 @@
   token of the two shapes), ``overhead_from_results`` / ``overhead_fraction``.
 """
 
+from specdraft.bench._batch_costs import (
+    BatchKChoice,
+    BatchLevel,
+    BatchStepCosts,
+    best_k_per_batch_size,
+    known_batch_step_cost,
+    known_batch_step_costs,
+)
 from specdraft.bench._calibration import (
     StepCostFit,
     acceptance_from_result,
@@ -73,6 +81,8 @@ from specdraft.bench._tuner import (
 from specdraft.bench._tune import MeasuredRun, Sourced, TuneInputs, TuneReport, TuneRequest, resolve_tune_inputs, tune
 
 __all__ = [
+    "BatchKChoice", "BatchLevel", "BatchStepCosts", "best_k_per_batch_size", "known_batch_step_cost",
+    "known_batch_step_costs",
     "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param",
     "check_result_path", "compare",
     "conditional_acceptance", "cost_ratio_from_results", "cost_ratio_from_step_times", "decode_footprint",
