@@ -405,12 +405,13 @@ def main(argv: list[str]) -> int:
                 acc = dict(alpha=alpha, rates_unconditional=rates,
                            rates_conditional_in_sampler=[round(r, 6) for r in set_acceptance(llm, rates)],
                            expected_tokens_per_step=round(1 + sum(rates), 4))
-            for mode, ranges in lookup_variants(args, alpha, first=alpha == alphas[0]):
+            for variant, (mode, ranges) in enumerate(lookup_variants(args, alpha, first=alpha == alphas[0])):
                 lookup = set_k_lookup(llm, ranges) if ranges else None
                 for level in levels:
                     rec = dict(base, **acc, **lookup_fields(mode, ranges, lookup, level), concurrency=level)
                     measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
-                    if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
+                    # one profile per engine: the first variant (the first --k-values K) at the first level
+                    if args.profile_tokens and alpha == alphas[0] and variant == 0 and level == levels[0]:
                         rec["profile"] = profile_request(args, timed_generate, torch)
                     rec["elapsed_s"] = round(time.time() - t_start, 1)
                     emit(args.out, rec)
