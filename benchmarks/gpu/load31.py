@@ -2,8 +2,9 @@
 
 usage: load31.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR
 
-Reads the ``c0`` (target alone) and ``cd*`` / ``cm*`` (draft_model / mtp) rows of ``jobs.txt``: one engine per
-row with ``max_num_seqs`` 32, every concurrency level measured in turn (``sweep.py --concurrency 1,2,...``).
+Reads the ``c0`` / ``l0`` (target alone) and ``cd*`` / ``cm*`` / ``ld`` / ``lm`` (draft_model / mtp) rows of
+``jobs.txt``: one engine per row with ``max_num_seqs`` 32, every concurrency level measured in turn
+(``sweep.py --concurrency 1,2,...``; ``ld`` / ``lm``: one engine per method, its K lookup overwritten per variant).
 Prints a markdown table (per-sequence and aggregate decode tok/s, speedup over the target alone at the same
 level, the engine's step) and writes OUTDIR/load_31b.json: the step costs per batch size (the target's step,
 each path's speculative step and acceptance per level), and per level the fastest measured K.
@@ -21,14 +22,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import load  # noqa: E402  (beside this script)
 
 
+TARGET_TAGS, SPEC_TAGS = ("c0", "l0"), ("cd", "cm", "lm", "ld")
+"""Target alone; speculative engines (one fixed K each, or a schedule engine whose K lookup sweep.py overwrote).
+The plain cross-check engine (``lx*``) is left out: its FULL CUDA graphs are not what a schedule runs with."""
+
+
 def collect(paths: list[str]) -> tuple[dict, list[dict]]:
-    rows = [r for p in paths for r in load(p) if "error" not in r and r["tag"][:2] in ("c0", "cd", "cm")]
-    target = {r["concurrency"]: r for r in rows if r["tag"] == "c0"}
-    return target, [r for r in rows if r["tag"] != "c0"]
+    rows = [r for p in paths for r in load(p) if "error" not in r and isinstance(r["concurrency"], int)
+            and r["tag"][:2] in TARGET_TAGS + SPEC_TAGS]
+    target = {r["concurrency"]: r for r in rows if r["tag"] in TARGET_TAGS}
+    return target, [r for r in rows if r["tag"] not in TARGET_TAGS]
 
 
 def path_name(r: dict) -> str:
-    return f"{'E2B draft_model, async' if r['method'] == 'draft_model' else 'MTP assistant'} K={r['k']}"
+    how = {"fixed": " (lookup)", "schedule": " (schedule)"}.get(r.get("k_mode"), "")
+    return f"{'E2B draft_model, async' if r['method'] == 'draft_model' else 'MTP assistant'} K={r['k']}{how}"
 
 
 def table(target: dict, spec: list[dict]) -> list[dict]:

@@ -95,7 +95,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "drafter's first pass only); the engine is built at the largest K with a schedule")
     p.add_argument("--schedule", action="append", default=[], metavar="[ALPHA=]START:K,...",
                    help="a num_speculative_tokens_per_batch_size measured as vLLM builds it (START:K runs to the next "
-                        "START - 1, the last to --max-num-seqs); ALPHA= ties it to one acceptance level; repeatable")
+                        "START - 1, the last to --max-num-seqs); ALPHA= ties it to one acceptance level, without it "
+                        "it is measured at every level; repeatable")
     p.add_argument("--ramp", action="store_true",
                    help="after the levels: the largest level's requests with staggered lengths (the batch shrinks "
                         "to 1 while they run, so a schedule switches K mid-run), per variant")
@@ -187,13 +188,14 @@ def lookup_ranges(args: argparse.Namespace, alpha: float | None) -> list[tuple[i
 
 
 def lookup_variants(args: argparse.Namespace, alpha: float | None, first: bool) -> list[tuple[str, list]]:
-    """What one acceptance level measures: ``("schedule", ranges)`` for its schedule, ``("fixed", ranges)`` per K.
-    K = 0 proposes nothing, so acceptance cannot change it: measured at the first level only."""
+    """What one acceptance level measures: ``("schedule", ranges)`` for its own schedule and for the one given
+    without ALPHA= (planned for an assumed acceptance), ``("fixed", ranges)`` per K. K = 0 proposes nothing, so
+    acceptance cannot change it: measured at the first level only."""
     if not (args.k_list or args.schedules):
         return [("engine", [])]
-    ranges = lookup_ranges(args, alpha)
-    out = [("schedule", ranges)] if ranges else []
-    return out + [("fixed", [(1, args.max_num_seqs, k)]) for k in args.k_list if k > 0 or first]
+    own = [args.schedules[key] for key in (alpha, None) if key in args.schedules]
+    return [("schedule", ranges) for ranges in own] + [("fixed", [(1, args.max_num_seqs, k)]) for k in args.k_list
+                                                      if k > 0 or first]
 
 
 def set_k_lookup(llm, ranges: list[tuple[int, int, int]]) -> list[int]:
@@ -319,7 +321,7 @@ def measure_ramp(llm, args: argparse.Namespace, rec: dict, generate, largest: in
     walls = [generate(lengths) for _ in range(args.reps)]
     delta = counter_delta(before, spec_counters(llm))
     wall = statistics.median(walls)
-    rec.update(k=None, ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
+    rec.update(ramp_lengths=lengths, tn_s=[round(x, 4) for x in walls],
                aggregate_decode_tok_s=round(sum(lengths) / wall, 3),
                aggregate_decode_tok_s_per_rep=[round(sum(lengths) / x, 3) for x in walls], spec_counters_delta=delta)
     drafts = _drafts(delta)

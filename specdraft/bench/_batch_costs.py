@@ -9,14 +9,13 @@ line and is left out: the host-bound draft step is not linear enough in K to bor
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from specdraft.bench._calibration import StepCostFit, fit_step_costs
+from specdraft.bench._named_data import named_entry, read_named_entries
 from specdraft.bench._tuner import recommend
 from specdraft.errors import UserError
 
@@ -80,17 +79,11 @@ class BatchKChoice(BaseModel):
 @lru_cache(maxsize=1)
 def known_batch_step_costs() -> dict[str, BatchStepCosts]:
     """Name -> measured entry (keys starting with ``_`` document the file and are skipped)."""
-    text = resources.files("specdraft.bench").joinpath("data/batch_step_costs.json").read_text()
-    return {name: BatchStepCosts(name=name, **entry) for name, entry in json.loads(text).items()
-            if not name.startswith("_")}
+    return read_named_entries("batch_step_costs.json", BatchStepCosts)
 
 
 def known_batch_step_cost(name: str) -> BatchStepCosts:
-    table = known_batch_step_costs()
-    if name not in table:
-        raise UserError(f"no known per-batch-size step costs named {name!r}",
-                        hint=f"choose one of: {', '.join(sorted(table))}")
-    return table[name]
+    return named_entry(known_batch_step_costs(), name, "per-batch-size step costs")
 
 
 def best_k_per_batch_size(costs: BatchStepCosts, per_position_acceptance: Sequence[float], *, max_k: int,

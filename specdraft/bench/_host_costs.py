@@ -6,14 +6,12 @@ turns one into a ``HostCost`` for a given target step time.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from specdraft.bench._tuner import HostCost, host_cost_from_ms
-from specdraft.errors import UserError
+from specdraft.bench._named_data import named_entry, read_named_entries
 
 
 class KnownHostCost(BaseModel):
@@ -58,17 +56,12 @@ class KnownHostCost(BaseModel):
 @lru_cache(maxsize=1)
 def known_host_costs() -> dict[str, KnownHostCost]:
     """Name -> measured entry (keys starting with ``_`` document the file and are skipped)."""
-    text = resources.files("specdraft.bench").joinpath("data/host_costs.json").read_text()
-    return {name: KnownHostCost(name=name, **entry) for name, entry in json.loads(text).items()
-            if not name.startswith("_")}
+    return read_named_entries("host_costs.json", KnownHostCost)
 
 
 def known_host_cost(name: str) -> KnownHostCost:
     """The entry named ``name``; ``UserError`` naming the known ones otherwise."""
-    table = known_host_costs()
-    if name not in table:
-        raise UserError(f"no known host costs named {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
-    return table[name]
+    return named_entry(known_host_costs(), name, "host costs")
 
 
 def host_cost_named(name: str, target_step_ms: float) -> HostCost:

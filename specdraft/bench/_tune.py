@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.bench._batch_costs import best_k_per_batch_size, known_batch_step_cost
 from specdraft.bench._calibration import (
     acceptance_from_result,
     cost_ratio_from_results,
@@ -38,6 +39,7 @@ from specdraft.bench._tuner import (
     overhead_fraction,
     recommend,
     recommend_schedule,
+    schedule_ranges,
     validate_acceptance,
 )
 from specdraft.errors import UserError
@@ -74,6 +76,9 @@ class TuneRequest(BaseModel):
     """(per step, per drafted token) host time in ms."""
     host_costs: str | None = None
     """A ``known_host_costs()`` entry: the host line, and c and o where nothing else gives them."""
+    batch_costs: str | None = None
+    """A ``known_batch_step_costs()`` entry: c and o fitted at one batch size (``concurrency``, else the smallest),
+    and with ``schedule`` the best K at each of its batch sizes."""
     target_step_ms: float | None = None
     target_bench: Path | None = None
     """A bench result of the target served alone: its step time."""
@@ -196,6 +201,8 @@ def _refuse_conflicts(request: TuneRequest) -> None:
     overheads = [request.overhead_fraction is not None, request.overhead_ms is not None, request.measure_overhead]
     if request.fit_steps and any(overheads):
         raise UserError("--fit-steps fits the per-step overhead itself; drop the --overhead option")
+    if request.batch_costs and any(overheads):
+        raise UserError("--batch-costs fits the per-step overhead at each batch size; drop the --overhead option")
     if request.overhead_fraction is not None and not (request.overhead_fraction >= 0 and
                                                       math.isfinite(request.overhead_fraction)):
         raise UserError(f"--overhead-fraction must be a finite number >= 0 (target steps per speculative step), "
@@ -229,6 +236,8 @@ def _cost_ratio(request: TuneRequest, runs: _Runs,
                        source=f"measured: draft step / target step from {draft_path} and {target_path}"), None
     if request.shapes:
         return _cost_ratio_from_shapes(request), None
+    if request.batch_costs:
+        return _cost_ratio_from_batch_costs(request)
     if known is not None:
         target_ms = _target_step_ms(request, runs, "--host-costs")
         return Sourced(value=known.gpu_draft_ms_per_token / target_ms,
@@ -237,6 +246,26 @@ def _cost_ratio(request: TuneRequest, runs: _Runs,
     raise UserError("tune needs the cost ratio c of a draft step to a target step",
                     hint="add --cost-ratio C, --step-times DRAFT_ONLY.json TARGET_ONLY.json, "
                          "--shapes TARGET DRAFT, or --host-costs NAME --target-step-ms MS")
+
+
+def _cost_ratio_from_batch_costs(request: TuneRequest) -> tuple[Sourced[float], Sourced[float]]:
+    costs = known_batch_step_cost(request.batch_costs)
+    sizes = [level.batch_size for level in costs.levels if costs.fit(level) is not None]
+    size = request.concurrency or (sizes[0] if sizes else None)
+    level = next((level for level in costs.levels if level.batch_size == size), None)
+    fit = costs.fit(level) if level is not None else None
+    if not sizes:
+        raise UserError(f"--batch-costs {costs.name} measured one K per batch size: no step line to fit",
+                        hint="use --host-costs or --fit-steps, or bench the server at two or more K per level")
+    if fit is None:
+        raise UserError(f"--batch-costs {costs.name} has no step line at batch size {size}: two or more K were "
+                        f"measured at batch size {', '.join(map(str, sizes))}",
+                        hint=f"pick one of them with --concurrency N (e.g. --concurrency {sizes[0]})")
+    source = (f"measured per batch size ({costs.name}, batch size {size}): a speculative step takes "
+              f"{fit.fixed_ms:.2f} ms + K x {fit.per_draft_token_ms:.2f} ms over K = "
+              f"{', '.join(str(k) for k, _ in fit.points)}, per {fit.target_step_ms:.2f} ms target step")
+    return (Sourced(value=fit.cost_ratio, source=source),
+            Sourced(value=fit.overhead, source="fitted with c (the intercept beyond one target step)"))
 
 
 def _cost_ratio_from_shapes(request: TuneRequest) -> Sourced[float]:
@@ -313,6 +342,13 @@ def _measured_vs_predicted(rec: Recommendation, measured: MeasuredRun | None) ->
 def _schedule(request: TuneRequest, runs: _Runs) -> list[tuple[int, int, int]]:
     """One K per level the speculative run measured, each from that level's acceptance, c and o."""
     spec, draft_only, target_only = runs.speculative, runs.draft_only, runs.target_only
+    if request.batch_costs:
+        acceptance = _acceptance(request, runs).value
+        choices = best_k_per_batch_size(known_batch_step_cost(request.batch_costs), acceptance, max_k=request.max_k)
+        if not choices:
+            raise UserError(f"--batch-costs {request.batch_costs} measured one K per batch size: no step line to "
+                            "plan a schedule from", hint="bench the server at two or more K per --concurrency level")
+        return schedule_ranges([(c.batch_size, c.best_k) for c in choices])
     if spec is None or draft_only is None:
         raise UserError("--schedule needs per-concurrency measurements",
                         hint="add --from-bench SPEC.json --step-times DRAFT_ONLY.json TARGET_ONLY.json "

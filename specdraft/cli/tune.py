@@ -6,7 +6,8 @@ unconditional per-position rates).
 Cost ratio c (draft step / target step): given (--cost-ratio); measured (--step-times: bench runs of
 the draft and the target each served alone); fitted with o to speculative runs at several K
 (--fit-steps); or estimated from bytes read per token (--shapes: repo ids, checkpoint dirs or
-config.json files; a lower bound).
+config.json files; a lower bound); or fitted with o to the step costs measured per batch size
+(--batch-costs NAME, at --concurrency N; with --schedule, a K per batch size from them).
 Per-step overhead o (in target steps, default 0): --overhead-fraction, --overhead-ms, --measure-overhead.
 Host line (optional): a step lasts max(1 + K*c + o, h_0 + K*h) when launching the drafter from the CPU takes
 longer than running it: --host-ms PER_STEP,PER_DRAFT_TOKEN, or --host-costs NAME (measured per path and vLLM
@@ -20,7 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-from specdraft.bench import TuneReport, TuneRequest, known_host_costs, tune
+from specdraft.bench import TuneReport, TuneRequest, known_batch_step_costs, known_host_costs, tune
 from specdraft.errors import ExitCode
 
 
@@ -74,6 +75,10 @@ def _add_acceptance_and_cost(parser) -> None:
     cost.add_argument("--shapes", nargs=2, metavar=("TARGET", "DRAFT"),
                       help="estimate c from bytes read per token (a lower bound); each a repo id such as "
                            "google/gemma-4-31B-it, a checkpoint directory or a config.json")
+    cost.add_argument("--batch-costs", metavar="NAME", choices=sorted(known_batch_step_costs()),
+                      help="step costs measured per batch size (c and o fitted at --concurrency, else the smallest; "
+                           "with --schedule, the best K at each measured batch size): "
+                           + "; ".join(sorted(known_batch_step_costs())))
     parser.add_argument("--target-dtype", default="auto",
                         help="with --shapes: auto (from the checkpoint's quantization), bf16, fp8, nvfp4 or bytes/weight")
     parser.add_argument("--draft-dtype", default="auto",
@@ -107,7 +112,7 @@ def request_of(args) -> TuneRequest:
         target_dtype=args.target_dtype, draft_dtype=args.draft_dtype, context=args.context,
         overhead_fraction=args.overhead_fraction, overhead_ms=args.overhead_ms,
         measure_overhead=args.measure_overhead, host_ms=args.host_ms, host_costs=args.host_costs,
-        target_step_ms=args.target_step_ms, target_bench=args.target_bench, concurrency=args.concurrency,
+        batch_costs=args.batch_costs, target_step_ms=args.target_step_ms, target_bench=args.target_bench, concurrency=args.concurrency,
         max_k=args.max_k, extrapolation="none" if args.no_extrapolation else "geometric", schedule=args.schedule)
 
 

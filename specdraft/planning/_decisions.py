@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
-from specdraft.planning._k_schedule import KScheduleDecision, decide_k_schedule
+from specdraft.planning._k_costs import ModelledCosts, modelled_costs
+from specdraft.planning._k_schedule import MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
@@ -41,6 +42,16 @@ def choose_parallel(request: LaunchRequest, facts: LaunchFacts) -> ParallelPlan:
                             draft_tensor_parallel_size=request.draft_tensor_parallel_size)
 
 
+def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, speculative: SpeculativeChoice,
+                    parallel: ParallelPlan) -> ModelledCosts | str | None:
+    """The shipped step costs per batch size for a launch of several sequences without a load test."""
+    if facts.load_test is not None or request.max_num_seqs == 1:
+        return None
+    return modelled_costs(speculative.resolved_method, facts.target, profile=request.profile,
+                          tensor_parallel_size=parallel.tensor_parallel_size, thinking=request.enable_thinking,
+                          positions=MAX_K)
+
+
 def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
@@ -48,7 +59,10 @@ def decide(facts: LaunchFacts) -> Decisions:
     speculative = choose_speculative(request, draft, parallel.draft_tensor_parallel_size, facts.ranking, target)
     k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
                                    method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
-                                   k_given=request.num_speculative_tokens is not None, extra_args=request.extra_args)
+                                   k_given=request.num_speculative_tokens is not None,
+                                   data_parallel_size=max(parallel.data_parallel_size,
+                                                          data_parallel_size_of(request.extra_args)),
+                                   modelled=_modelled_costs(request, facts, speculative, parallel))
     speculative = speculative.with_k_schedule(k_schedule)
     hybrid = hybrid_kv_reason(target, draft)
     memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel)

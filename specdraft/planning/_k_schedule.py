@@ -5,8 +5,10 @@ The load test is a ``specdraft bench`` result of the speculative server at sever
 a ``--compare`` baseline (the target served alone, same workload). At each level it gives the acceptance per
 draft position and the measured speedup at the server's K; tune's model ``S(K) = E(K) / (1 + K*c)`` then takes
 the whole measured step time beyond the target's as growing with K (``c = (E(K_s) / S_measured - 1) / K_s``),
-so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. K = 0
-at a batch size means no K beats the target alone there. Which releases take a schedule, and what K = 0 still
+so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. Without
+a load test the levels come from the shipped step costs per batch size (``_k_costs``: a line through the K
+measured at each batch size, and the method's default acceptance). K = 0 at a batch size means no K beats the
+target alone there. Which releases take a schedule, and what K = 0 still
 costs in one, is the shipped table ``data/k_per_batch_size.json`` (read from the published wheels).
 """
 
@@ -19,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
+from specdraft.planning._k_costs import ModelledCosts
 from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
 
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
@@ -55,10 +58,13 @@ class LevelChoice(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     batch_size: int
-    measured_k: int
-    measured_speedup: float
+    measured_k: int | None
+    """The benched server's K (None: planned from the shipped step costs, no server benched)."""
+    measured_speedup: float | None
     cost_ratio: float
     """c at this batch size: the measured step time beyond the target's, per drafted token, in target steps."""
+    overhead: float = 0.0
+    """o at this batch size (shipped step costs: the fitted step's intercept beyond one target step)."""
     best_k: int
     """0: no K beats the target alone at this batch size."""
     predicted: tuple[float, ...]
@@ -86,6 +92,9 @@ class KScheduleDecision(BaseModel):
     levels: list[LevelChoice] = []
     lost: list[tuple[int, float]] = []
     """With one K: per measured batch size, the share of its best predicted speed that K gives up."""
+    levels_from: str | None = None
+    """Where the per-batch-size figures come from: a ``--from-bench`` result, or the shipped step costs with the
+    acceptance assumed."""
 
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
@@ -154,7 +163,7 @@ def single_k(levels: list[LevelChoice], max_k: int) -> tuple[int, list[tuple[int
 
 
 def schedule_unavailable(rule: KPerBatchSizeRule | None, version: str | None, method: str,
-                         extra_args: list[str]) -> str | None:
+                         data_parallel_size: int) -> str | None:
     """Why this launch cannot pass a schedule on ``version`` (whose table rule is ``rule``); None: it can."""
     if rule is None:
         where = f"vLLM {version} is not in" if version else "the vLLM version is unknown to"
@@ -163,12 +172,14 @@ def schedule_unavailable(rule: KPerBatchSizeRule | None, version: str | None, me
         return f"vLLM {version} takes one K for every batch size (num_speculative_tokens_per_batch_size came in 0.24.0)"
     if rule.v1_methods is not None and method not in rule.v1_methods:
         return f"vLLM {version} drops the schedule for method {method} on its V1 model runner"
-    if rule.drops_with_data_parallel and _data_parallel_size(extra_args) > 1:
-        return f"vLLM {version} drops the schedule with data parallelism (ranks could pick different K and deadlock)"
+    if rule.drops_with_data_parallel and data_parallel_size > 1:
+        return (f"vLLM {version} drops the schedule with data parallelism ({data_parallel_size} ranks could pick "
+                f"different K and deadlock)")
     return None
 
 
-def _data_parallel_size(extra_args: list[str]) -> int:
+def data_parallel_size_of(extra_args: list[str]) -> int:
+    """``--data-parallel-size`` / ``-dp`` among the flags passed through after ``--`` (1 when absent)."""
     for i, arg in enumerate(extra_args):
         name, _, value = arg.partition("=")
         if name in ("--data-parallel-size", "-dp"):
@@ -177,44 +188,67 @@ def _data_parallel_size(extra_args: list[str]) -> int:
     return 1
 
 
+def modelled_levels(modelled: ModelledCosts, max_k: int, max_num_seqs: int) -> list[LevelChoice]:
+    """tune's best K at each batch size of the shipped step costs up to ``max_num_seqs``."""
+    from specdraft.bench import best_k_per_batch_size, known_batch_step_cost  # loads the HTTP client
+
+    choices = best_k_per_batch_size(known_batch_step_cost(modelled.costs_name), modelled.acceptance, max_k=max_k,
+                                    up_to=max_num_seqs)
+    return [LevelChoice(batch_size=c.batch_size, measured_k=None, measured_speedup=None, cost_ratio=c.cost_ratio,
+                        overhead=c.overhead, best_k=c.best_k, predicted=c.predicted) for c in choices]
+
+
 def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str | None, method: str, plan_k: int,
-                      k_given: bool, extra_args: list[str]) -> KScheduleDecision:
-    """K per batch size for a launch: from ``load`` where one was measured, else the plan's K with the reason."""
-    if load is None:
-        if max_num_seqs == 1:
-            return KScheduleDecision(outcome="one-sequence", k=None, schedule=None,
-                                     reason="one sequence at a time (--max-num-seqs 1): one K")
+                      k_given: bool, data_parallel_size: int = 1,
+                      modelled: ModelledCosts | str | None = None) -> KScheduleDecision:
+    """K per batch size for a launch: from ``load`` where one was measured, else from ``modelled`` (the shipped
+    step costs per batch size; a string says why none fit), else the plan's K with the reason."""
+    if load is None and max_num_seqs == 1:
+        return KScheduleDecision(outcome="one-sequence", k=None, schedule=None,
+                                 reason="one sequence at a time (--max-num-seqs 1): one K")
+    max_k = plan_k if k_given else MAX_K
+    if load is not None:
+        levels = [choose_level(level, max_k) for level in sorted(load.levels, key=lambda level: level.batch_size)]
+        basis = f"{load.source} (measured at batch size {', '.join(str(level.batch_size) for level in levels)})"
+    elif isinstance(modelled, ModelledCosts) and (levels := modelled_levels(modelled, max_k, max_num_seqs)):
+        basis = f"{modelled.basis} (at batch size {', '.join(str(level.batch_size) for level in levels)})"
+    else:
+        why = modelled if isinstance(modelled, str) else "the shipped step costs give no line through two K at any batch size"
         return KScheduleDecision(
             outcome="unmeasured", k=None, schedule=None,
-            reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: the measured step costs are for one sequence, "
-                   f"so tune's model gives no other K per batch size; to plan one, bench the server at --concurrency "
-                   f"1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the result as --from-bench")
+            reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: {why}; to plan a K per batch size, bench the "
+                   f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the "
+                   f"result as --from-bench")
+    return _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method, max_k=max_k,
+                               data_parallel_size=data_parallel_size)
+
+
+def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: int, version: str | None,
+                        method: str, max_k: int, data_parallel_size: int) -> KScheduleDecision:
     from specdraft.bench import schedule_ranges  # here: specdraft.bench loads its HTTP client
 
-    max_k = plan_k if k_given else MAX_K
-    levels = [choose_level(level, max_k) for level in sorted(load.levels, key=lambda level: level.batch_size)]
     ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
-    common = dict(levels=levels, schedule=None)
-    measured = f"{load.source} (measured at batch size {', '.join(str(level.batch_size) for level in levels)})"
+    common = dict(levels=levels, schedule=None, levels_from=basis)
     if all(level.best_k == 0 for level in levels):
         best = max(levels, key=lambda level: max(level.predicted))
         return KScheduleDecision(outcome="loses", k=None, **common, reason=(
-            f"no K beats the target alone at any batch size in {measured}: at best {max(best.predicted):.2f}x "
+            f"no K beats the target alone at any batch size in {basis}: at best {max(best.predicted):.2f}x "
             f"(batch size {best.batch_size}); serving the target without a draft is faster"))
     if len(ranges) == 1:
         return KScheduleDecision(outcome="same-k", k=ranges[0][2], **common,
-                                 reason=f"K = {ranges[0][2]} is the best K at every batch size in {measured}"
+                                 reason=f"K = {ranges[0][2]} is the best K at every batch size in {basis}"
                                         + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
-    why_not = schedule_unavailable(rule, version, method, extra_args)
+    why_not = schedule_unavailable(rule, version, method, data_parallel_size)
     if why_not is None:
-        return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), levels=levels, schedule=ranges,
-                                 reason=f"K per batch size from {measured}: {_describe(ranges, levels, max_num_seqs)}"
+        common["schedule"] = ranges
+        return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), **common,
+                                 reason=f"K per batch size from {basis}: {_describe(ranges, levels, max_num_seqs)}"
                                         f"; with a schedule, {rule.full_cudagraphs}")
     k, lost = single_k(levels, max_k)
     gave_up = ", ".join(f"{share:.0%} at batch size {size}" for size, share in lost if share >= 0.005) or "nothing"
     return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(
-        f"{why_not}: K = {k} is the best single K over {measured}; against a K per batch size "
+        f"{why_not}: K = {k} is the best single K over {basis}; against a K per batch size "
         f"({', '.join(f'{level.best_k} at {level.batch_size}' for level in levels)}) it gives up {gave_up}"))
 
 

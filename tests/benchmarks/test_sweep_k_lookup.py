@@ -46,6 +46,13 @@ def test_k_zero_is_measured_once_since_acceptance_cannot_change_it():
     assert [ranges for _, ranges in later] == [[(1, 32, 8)], [(1, 32, 3)]]
 
 
+def test_a_schedule_without_alpha_is_measured_beside_each_levels_own():
+    args = _args("--k-values", "3", "--schedule", "0.85=1:8,16:5", "--schedule", "1:8,4:7")
+    assert sweep.lookup_variants(args, 0.85, first=True) == [
+        ("schedule", [(1, 15, 8), (16, 32, 5)]), ("schedule", [(1, 3, 8), (4, 32, 7)]), ("fixed", [(1, 32, 3)])]
+    assert sweep.lookup_variants(args, 0.7, first=False)[0] == ("schedule", [(1, 3, 8), (4, 32, 7)])
+
+
 def test_a_plain_engine_measures_as_built():
     args = _args("--k", "3")
     assert sweep.engine_schedule(args, 0.85) is None

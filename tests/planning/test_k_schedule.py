@@ -60,7 +60,7 @@ def test_a_hand_worked_level_reproduces_its_measured_speedup_and_picks_its_k(tmp
     spec = BenchResult("http://spec", "m", 64, 0.0, "built-in", 8, (level(1, 48.0, (0.5,)),), True)
     spec.with_baseline(BenchResult("http://t", "m", 64, 0.0, "built-in", 8, (level(1, 40.0, None),), False)).save(path)
     decision = decide_k_schedule(read_load_test(path, 1), max_num_seqs=1, version="0.26.0", method="draft_model",
-                                 plan_k=4, k_given=False, extra_args=[])
+                                 plan_k=4, k_given=False)
     (choice,) = decision.levels
     assert choice.cost_ratio == pytest.approx(0.25)
     assert choice.predicted[:2] == pytest.approx((1.2, 1.75 / 1.5))
@@ -169,10 +169,12 @@ def test_a_schedule_vllm_would_refuse_or_silently_change_is_refused(schedule, me
         SpeculativeConfig(model=DRAFT, num_speculative_tokens=4, num_speculative_tokens_per_batch_size=schedule)
 
 
+@pytest.mark.parametrize("how", [dict(extra_args=["--data-parallel-size", "2"]),
+                                 dict(data_parallel_size=2, gpus_per_node=2, profile="h200")])
 @pytest.mark.parametrize("version, outcome", [("0.25.0", "schedule"), ("0.26.0", "single-k"), ("0.33.0", "single-k")])
-def test_data_parallelism_gets_one_k_where_the_release_drops_the_schedule(tmp_path, release, version, outcome):
+def test_data_parallelism_gets_one_k_where_the_release_drops_the_schedule(tmp_path, release, version, outcome, how):
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
-                                           from_bench=load_test(tmp_path), extra_args=["--data-parallel-size", "2"]))
+                                           from_bench=load_test(tmp_path), **how))
     assert plan.k_schedule.outcome == outcome
     if outcome == "single-k":
         assert plan.k_schedule.reason.startswith(f"vLLM {version} drops the schedule with data parallelism")
@@ -203,3 +205,69 @@ def test_the_readme_command_runs_on_a_load_test(tmp_path, monkeypatch, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert plan["k_schedule"]["outcome"] == "single-k"
     assert plan["k_schedule"]["reason"].startswith("the vLLM version is unknown to specdraft's K-per-batch-size table")
+
+
+# Without --from-bench: the step costs measured per batch size (bench's data/batch_step_costs.json) and the
+# method's default acceptance give the schedule; each rule below turns a launch away from them, and says why.
+TARGET_31B, ASSISTANT_31B, E2B = "google/gemma-4-31B-it", "google/gemma-4-31B-it-assistant", "google/gemma-4-E2B-it"
+
+
+def modelled_plan(release, version="0.26.0", **request):
+    fields = dict(target=TARGET_31B, draft=ASSISTANT_31B, profile="h200", max_num_seqs=32)
+    return build_launch_plan(LaunchRequest(vllm_root=release(version), **{**fields, **request})).k_schedule
+
+
+def test_the_mtp_assistant_on_an_h200_gets_a_schedule_from_the_shipped_step_costs_that_vllm_expands(release):
+    from specdraft.bench import best_k_per_batch_size, known_batch_step_cost
+    from specdraft.planning._method_costs import acceptance_for
+
+    tree = release("0.26.0")
+    decision = modelled_plan(release)
+    assert decision.outcome == "schedule" and decision.levels_from.startswith("tune's model with the step costs")
+    assert "vllm0.26-mtp-31b-assistant-h200" in decision.reason and "docs/gpu/README.md section 7" in decision.reason
+    assert all(level.measured_k is None for level in decision.levels)
+    # each batch size's K is tune's pick from that batch size's fitted step line and the default acceptance
+    rates, _ = acceptance_for("mtp", False, 8)
+    expected = best_k_per_batch_size(known_batch_step_cost("vllm0.26-mtp-31b-assistant-h200"), rates, max_k=8)
+    lookup = vllm_lookup(tree, decision.schedule, 32, decision.k)
+    assert [lookup[c.batch_size] for c in expected] == [c.best_k for c in expected]
+    assert lookup[1] > lookup[32]  # the verification of a long draft stops being cheap as the batch grows
+
+
+def test_thinking_lowers_the_assumed_acceptance_and_with_it_the_ks(release):
+    plain, thinking = modelled_plan(release), modelled_plan(release, enable_thinking=True)
+    assert all(t.best_k <= p.best_k for p, t in zip(plain.levels, thinking.levels))
+    assert any(t.best_k < p.best_k for p, t in zip(plain.levels, thinking.levels))
+    assert "thinking on: x0.85 (assumed)" in thinking.reason
+
+
+def test_a_release_without_per_batch_k_gets_the_best_single_k_over_the_modelled_batch_sizes(release):
+    decision = modelled_plan(release, "0.23.0")
+    assert decision.outcome == "single-k" and decision.schedule is None
+    assert decision.reason.startswith("vLLM 0.23.0 takes one K for every batch size")
+    assert any(share > 0 for _, share in decision.lost)
+
+
+def test_tensor_parallelism_keeps_the_schedule_and_says_the_costs_are_one_gpus(release):
+    decision = modelled_plan(release, gpus_per_node=2, tensor_parallel_size=2)
+    assert decision.outcome == "schedule" and "measured on one GPU, not with tensor parallelism 2" in decision.reason
+
+
+def test_data_parallelism_planned_by_launch_gets_one_k_where_the_release_drops_the_schedule(release):
+    decision = modelled_plan(release, gpus_per_node=2, data_parallel_size=2)
+    assert decision.outcome == "single-k"
+    assert decision.reason.startswith("vLLM 0.26.0 drops the schedule with data parallelism (2 ranks")
+
+
+@pytest.mark.parametrize("request_fields, why", [
+    (dict(profile="dgx-spark"), "no step costs per batch size were measured on a dgx-spark (only on an H200)"),
+    (dict(target="google/gemma-4-26B-A4B-it", draft="google/gemma-4-26B-A4B-it-assistant"),
+     "no step costs per batch size were measured beside a mixture-of-experts target"),
+    (dict(target="google/gemma-4-E4B-it", draft="google/gemma-4-E4B-it-assistant"),
+     "no step costs per batch size were measured for mtp beside a target of this shape"),
+    (dict(draft=E2B), "the shipped step costs give no line through two K at any batch size"),
+])
+def test_launches_the_shipped_step_costs_do_not_fit_keep_one_k_and_say_why(release, request_fields, why):
+    decision = modelled_plan(release, **request_fields)
+    assert decision.outcome == "unmeasured" and decision.schedule is None
+    assert why in decision.reason and "pass the result as --from-bench" in decision.reason
