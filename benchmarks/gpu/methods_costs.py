@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze import latest, load, tune_report  # noqa: E402  (beside this script)
+from analyze import latest, print_table_head, load, tune_report  # noqa: E402  (beside this script)
 from levers import costs_of  # noqa: E402
 from moe26 import fitted_line, host_entry  # noqa: E402
 
@@ -97,10 +97,7 @@ def measured_ranking(out: list[dict]) -> dict[float, list[dict]]:
 
 
 def print_report(target: dict, out: list[dict], ranking: dict) -> None:
-    print(f"target alone: {target['decode_tok_s']} tok/s ({target['step_ms']} ms/token) on {target['gpu']}, "
-          f"vLLM {target['vllm']}")
-    print("\n| method | K | alpha | tok/s | speedup | step ms | acceptance length | tune predicts | error |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print_table_head(target, ["method", "K", "alpha", "tok/s", "speedup", "step ms", "acceptance length", "tune predicts", "error"])
     for o in out:
         tune = f"{o['tune_predicted']:.3f} | {o['prediction_error']:+.1%}" if "tune_predicted" in o else "- | -"
         print(f"| {o['method']} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.1f} | {o['speedup']:.3f} "
