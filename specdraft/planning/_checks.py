@@ -247,24 +247,40 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
                    hint=f"launch --draft {assistant}")
 
 
+_MOE_LOSS = ("a draft model beside a mixture-of-experts target decoded slower than the target alone at every K "
+             "measured (0.15-0.62x on an H200, vLLM 0.26.0, forced acceptance 0.85 and 0.70, docs/gpu/README.md "
+             "section 6): the 4 ms target step cannot hide the draft's launch cost", "1.67x at K = 4")
+_TENSOR_PARALLEL_LOSS = ("a draft model beside a tensor-parallel target decoded no faster than the target alone "
+                         "(31B-shaped target + E2B-shaped draft at TP 2 on two H100s, K = 3: 0.94x at forced "
+                         "acceptance 0.85, 0.96x at 0.70, means of 4 requests that ranged 0.77-1.20x, vLLM 0.26.0, "
+                         "docs/gpu/README.md section 8): the target's step halves "
+                         "(14.2 ms) while the draft, split over both GPUs, still launches every layer from the host",
+                         "3.45x at K = 8 on the same machine")
+
+
 def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
-                        profile: str | None) -> Finding | None:
+                        profile: str | None, tensor_parallel_size: int = 1) -> Finding | None:
     """A warning where the pairing was measured slower than its target alone (None: not measured to lose).
 
-    On an H200 (vLLM 0.26.0, docs/gpu/README.md section 6) an E2B-shaped draft beside the 26B-A4B-shaped
-    target lost at every K from 1 to 8, at forced acceptance 0.85 and 0.70: the target steps in ~4 ms and each
-    drafted token costs ~11 ms of host time to launch. The MTP assistant won there (1.67x at K = 4).
+    Two measurements on Hopper GPUs with vLLM 0.26.0 (docs/gpu/README.md): an E2B-shaped draft beside the
+    26B-A4B-shaped MoE target lost at every K from 1 to 8 on an H200 (section 6; the MTP assistant won, 1.67x at
+    K = 4), and beside the 31B-shaped target at tensor parallel size 2 on two H100s it lost at K = 3 (section 8;
+    the MTP assistant won, 3.45x at K = 8).
     """
-    if profile not in ("h100", "h200") or not is_moe_target(target):
+    if profile not in ("h100", "h200") or resolved_method(speculative, draft) != "draft_model":
         return None
-    if resolved_method(speculative, draft) != "draft_model" or draft is None or draft.is_assistant:
+    if draft is None or draft.is_assistant:
+        return None
+    if is_moe_target(target):
+        message, assistant_speedup = _MOE_LOSS
+    elif tensor_parallel_size >= 2:
+        message, assistant_speedup = _TENSOR_PARALLEL_LOSS
+    else:
         return None
     assistant = published_assistant(target)
     return Finding(level="warning", check="measured-loss",
-                   message="a draft model beside a mixture-of-experts target decoded slower than the target alone "
-                           "at every K measured (0.15-0.62x on an H200, vLLM 0.26.0, forced acceptance 0.85 and "
-                           "0.70, docs/gpu/README.md section 6): the 4 ms target step cannot hide the draft's launch "
-                           "cost" + (f"; its MTP assistant {assistant} measured 1.67x at K = 4" if assistant else ""),
+                   message=message + (f"; its MTP assistant {assistant} measured {assistant_speedup}" if assistant
+                                      else ""),
                    hint=(f"launch --draft {assistant}" if assistant else "serve the target without speculation"))
 
 
@@ -430,7 +446,7 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     tip = suggest_mtp_assistant(facts.target, facts.speculative, draft)
     if tip is not None:
         findings.append(tip)
-    loss = check_measured_loss(facts.target, facts.speculative, draft, facts.profile)
+    loss = check_measured_loss(facts.target, facts.speculative, draft, facts.profile, facts.tensor_parallel_size)
     if loss is not None:
         findings.append(loss)
     if draft is not None and draft.is_known and facts.target.is_known:

@@ -85,3 +85,22 @@ def test_a_draft_model_beside_a_moe_target_on_hopper_is_warned_as_measured_slowe
     if warned:
         (loss,) = losses
         assert loss.level == "warning" and "0.15-0.62x" in loss.message and ASSISTANT in loss.hint
+
+
+@pytest.mark.parametrize("draft, gpus, profile, warned", [
+    ("google/gemma-4-E2B-it", 2, "h100", True),  # measured at TP 2 on two H100s: 0.94x / 0.96x
+    ("google/gemma-4-E2B-it", 4, "h200", True),
+    ("google/gemma-4-E2B-it", 1, "h100", False),  # one GPU: 1.96x measured
+    ("google/gemma-4-31B-it-assistant", 2, "h100", False),  # the MTP assistant won at TP 2 (3.45x)
+    ("google/gemma-4-E2B-it", 2, "dgx-spark", False),  # not measured there
+])
+def test_a_draft_model_beside_a_tensor_parallel_target_on_hopper_is_warned_as_measured_slower(draft, gpus, profile,
+                                                                                             warned):
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=draft, profile=profile,
+                                           gpus_per_node=gpus))
+    losses = [f for f in plan.findings if f.check == "measured-loss"]
+    assert bool(losses) is warned
+    if warned:
+        (loss,) = losses
+        assert "0.94x" in loss.message and "section 8" in loss.message
+        assert loss.hint == "launch --draft google/gemma-4-31B-it-assistant"
