@@ -16,13 +16,12 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from sweep import geometric_rates  # beside this module
 
-from specdraft.testbed.processes import ProcessGroups
+from specdraft.testbed.processes import ProcessGroups, wait_healthy
 
 PY = sys.executable
 MODEL = "proof"
@@ -98,7 +97,7 @@ class Proof:
         started = time.monotonic()
         process = groups.start(argv, self.out / "logs" / f"{name}.log")
         try:
-            if not healthy(port, process, budget):
+            if not wait_healthy(port, [process], budget):
                 row["error"] = "not healthy" if process.poll() is None else f"exited {process.returncode}"
             else:
                 self.compiled(graph)
@@ -167,14 +166,3 @@ def forced(argv: list[str], alpha: float | None) -> list[str]:
     config.update(rejection_sample_method="synthetic",
                   synthetic_acceptance_rates=geometric_rates(alpha, config["num_speculative_tokens"]))
     return argv[:index + 1] + [json.dumps(config)] + argv[index + 2:]
-
-
-def healthy(port: int, process: subprocess.Popen, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end and process.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
-                return reply.status == 200
-        except OSError:
-            time.sleep(2)
-    return False

@@ -38,9 +38,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serving import PY, Proof, Timing, forced, healthy, plan, refusals, specdraft  # noqa: E402  (beside this script)
+from serving import PY, Proof, Timing, forced, plan, refusals, specdraft  # noqa: E402  (beside this script)
 
-from specdraft.testbed.processes import ProcessGroups, free_port  # noqa: E402
+from specdraft.testbed.processes import ProcessGroups, free_port, wait_healthy  # noqa: E402
 
 UNPATCHED = Path("/tmp/vllm-unpatched")
 """A pristine copy of the staged vLLM, made before patching: node 1's vLLM in the refusal run."""
@@ -117,7 +117,7 @@ def two_nodes(proof: Proof, groups: ProcessGroups, models: dict[str, Path], *, n
         if node1_unpatched:
             row["node1_rc"] = processes[1].wait(timeout=budget)
         else:
-            row["served"] = healthy(port, processes[0], budget)
+            row["served"] = wait_healthy(port, processes[:1], budget)
             if row["served"]:
                 proof.compiled("nodes")
                 row["decode_tok_s"] = proof.bench(groups, port, tag).get("decode_tok_s")

@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -44,6 +45,18 @@ def free_port(host: str = "127.0.0.1", *, tries: int = 200, rng: random.Random |
         if all(_binds(address, port) for address in {host, "0.0.0.0"}):
             return port
     raise OSError(f"no free port in {PORT_RANGE[0]}-{PORT_RANGE[1]} after {tries} tries")
+
+
+def wait_healthy(port: int, processes: Sequence[subprocess.Popen], timeout_s: float) -> bool:
+    """Whether the server on ``port`` answers ``/health`` within ``timeout_s`` while all of ``processes`` live."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and all(p.poll() is None for p in processes):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
+                return reply.status == 200
+        except OSError:
+            time.sleep(2)
+    return False
 
 
 def _binds(host: str, port: int) -> bool:

@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import openai
 import pytest
 
 from specdraft.testbed import private_vllm_env
-from specdraft.testbed.processes import ProcessGroups, free_port
+from specdraft.testbed.processes import ProcessGroups, free_port, wait_healthy
 from specdraft.testbed.vllm_env import add_vllm_cli_metadata
 
 pytestmark = pytest.mark.e2e
@@ -88,17 +87,6 @@ def _cluster_status(nodes_env, node1: Path) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=300)
 
 
-def _healthy(port: int, processes, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end and all(p.poll() is None for p in processes):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
-                return reply.status == 200
-        except OSError:
-            time.sleep(2)
-    return False
-
-
 def _drafted(port: int) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
         metrics = reply.read().decode()
@@ -115,7 +103,7 @@ def test_two_patched_nodes_start_from_the_planned_scripts_and_serve(nodes_env, t
     with ProcessGroups(tmp_path / "groups", grace_s=10) as groups:
         nodes = [groups.start(["bash", "-c", script], log, {**nodes_env["env"], "VLLM_CPU_OMP_THREADS_BIND": str(core)})
                  for script, log, core in zip(scripts, logs, (cores[0], cores[-1]))]
-        served = _healthy(port, nodes, STARTUP_S)
+        served = wait_healthy(port, nodes, STARTUP_S)
         tails = "\n".join(log.read_text()[-3000:] for log in logs)
         assert served, f"exits {[n.poll() for n in nodes]}\n{tails}"
         reply = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none").completions.create(
