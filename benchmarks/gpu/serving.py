@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sweep import geometric_rates  # beside this module
 
-from specdraft.testbed.processes import ProcessGroups, wait_healthy
+from specdraft.testbed.processes import ProcessGroups, healthy
 
 PY = sys.executable
 MODEL = "proof"
@@ -97,7 +97,7 @@ class Proof:
         started = time.monotonic()
         process = groups.start(argv, self.out / "logs" / f"{name}.log")
         try:
-            if not wait_healthy(port, [process], budget):
+            if not healthy(port, [process], budget):
                 row["error"] = "not healthy" if process.poll() is None else f"exited {process.returncode}"
             else:
                 self.compiled(graph)

@@ -4,11 +4,17 @@ from the argv ``specdraft launch --gpus-per-node 2`` plans, and the same pair as
 patched and once with node 1's vLLM an unpatched copy (it must refuse to join, and ``specdraft cluster status``
 must name it).
 
-Run on the lent two-GPU machine after staging vLLM as docs/gpu/README.md says (``install.sh`` and the server
-wheels), from the repository root:
+Run on the lent two-GPU machine (``nvidia-h100-x2``) after staging vLLM as docs/gpu/README.md says
+(``install.sh`` and the server wheels), from the repository root, in the same call as the stage-2 install:
 
+    bash .device/tools/install.sh "" .device/stage2 && \\
     PYTHONPATH=/tmp/site:/tmp/sdsite:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=0 \\
-        python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" [--only tp2|nodes] [--deadline-s 540]
+        python3 benchmarks/gpu/two_gpu_proof.py --out "$OUT" --only nodes --deadline-s 520
+
+``--only nodes`` (the two patched nodes, ~5-6 min cold, then the refusal, ~1 min, if 90 s are left, else in the
+next call);
+``--only tp2`` needs two or three more on the warm machine. Exit status 142 or 143: the deadline or a
+signal stopped the run (every server was stopped first; the rows so far are in OUT).
 
 Five TP-2 servers and two node runs take longer than one 10-minute call (a cold TP-2 31B start is ~260 s:
 60 s imports + 118 s torch.compile; a later start of the same graph on the warm machine ~85-100 s): call it
@@ -40,14 +46,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from serving import PY, Proof, Timing, forced, plan, refusals, specdraft  # noqa: E402  (beside this script)
 
-from specdraft.testbed.processes import ProcessGroups, free_port, wait_healthy  # noqa: E402
+from specdraft.testbed.processes import ProcessGroups, free_port, healthy  # noqa: E402
 
 UNPATCHED = Path("/tmp/vllm-unpatched")
 """A pristine copy of the staged vLLM, made before patching: node 1's vLLM in the refusal run."""
 TIMING = Timing(cold_start_s=300, warm_start_s=140)
 """A TP-2 31B start with nothing compiled took ~260 s on an H100 pair, a later start of the same graph ~85-100 s."""
-REFUSAL_S = 120
-"""How long node 1's hotfix check may take to refuse."""
+REFUSAL_S = 60
+"""How long node 1's hotfix check may take to refuse (seconds on the device: no vLLM starts)."""
+HEADLESS_STARTED = "headless multiproc executor"
+"""What vLLM's headless node logs once it starts (``vllm/entrypoints/cli/serve.py``, ``run_headless``)."""
 WORK = Path("/tmp/two-gpu-proof")
 """Kept while the machine stays warm: a scenario already in its rows.jsonl is skipped by the next call."""
 GROUPS = WORK / "process-groups"
@@ -59,6 +67,12 @@ def checkpoints(work: Path) -> dict[str, Path]:
 
     return {role: write_dummy_checkpoint(HERE / "configs" / folder, work / role)
             for role, folder in (("target", "target31b"), ("draft", "draftE2B"), ("assistant", "assistant31b"))}
+
+
+
+
+
+
 
 
 def planned(target: Path, draft: Path, *options: str, port: int) -> dict:
@@ -98,10 +112,10 @@ def two_nodes(proof: Proof, groups: ProcessGroups, models: dict[str, Path], *, n
     budget = REFUSAL_S if node1_unpatched else proof.start_budget(groups, "nodes")
     if proof.done(tag) or budget is None or groups.left_s() < budget + proof.timing.stop_s:
         return
-    port = free_port()
+    port, out = free_port(), proof.out
     document = planned(models["target"], models["draft"], "--nodes", "2", "--hosts", "127.0.0.1,127.0.0.1",
                        "--master-addr", "127.0.0.1", "--master-port", str(free_port()), port=port)
-    (proof.out / f"plan-{tag}.json").write_text(json.dumps(document, indent=2))
+    (out / f"plan-{tag}.json").write_text(json.dumps(document, indent=2))
     env = shims(proof.work)
     site = os.environ.get("PYTHONPATH", "")
     node_env = [{**env, "CUDA_VISIBLE_DEVICES": "0"},
@@ -109,24 +123,28 @@ def two_nodes(proof: Proof, groups: ProcessGroups, models: dict[str, Path], *, n
                  "PYTHONPATH": f"{UNPATCHED}:{site}" if node1_unpatched else site}]
     status = specdraft("cluster", "status", f"n0={PY} -m specdraft", f"n1=env PYTHONPATH={node_env[1]['PYTHONPATH']} "
                        f"{PY} -m specdraft", "--python", f"n0={PY}", "--python", f"n1={PY}", "--json", timeout=120)
-    (proof.out / f"cluster-status-{tag}.json").write_text(status.stdout + status.stderr)
-    processes = [groups.start(["bash", "-c", node["script"]], proof.out / "logs" / f"{tag}-node{node['rank']}.log",
+    (out / f"cluster-status-{tag}.json").write_text(status.stdout + status.stderr)
+    processes = [groups.start(["bash", "-c", node["script"]], out / "logs" / f"{tag}-node{node['rank']}.log",
                               node_env[i]) for i, node in enumerate(document["nodes"])]
     row = {"cluster_status_rc": status.returncode}
     try:
         if node1_unpatched:
             row["node1_rc"] = processes[1].wait(timeout=budget)
         else:
-            row["served"] = wait_healthy(port, processes[:1], budget)
+            row["served"] = healthy(port, processes, budget)
             if row["served"]:
                 proof.compiled("nodes")
                 row["decode_tok_s"] = proof.bench(groups, port, tag).get("decode_tok_s")
     except subprocess.TimeoutExpired:
         row["node1_rc"] = None
     finally:
+        row["exits"] = [process.poll() for process in processes]
         for process in processes:
             groups.stop(process)
+    node1_log = (out / "logs" / f"{tag}-node1.log").read_text(errors="replace").split("\n", 1)[-1]
+    row["node1_vllm_started"] = HEADLESS_STARTED in node1_log
     proof.record({"scenario": tag, **row})
+
 
 
 def run(proof: Proof, groups: ProcessGroups, only: str | None) -> None:
@@ -139,8 +157,9 @@ def run(proof: Proof, groups: ProcessGroups, only: str | None) -> None:
     if only in (None, "tp2"):
         tp2(proof, groups, models)
     if only in (None, "nodes"):
-        two_nodes(proof, groups, models, node1_unpatched=True)
+        # the served run first: it needs a cold start's time, the refusal a minute
         two_nodes(proof, groups, models, node1_unpatched=False)
+        two_nodes(proof, groups, models, node1_unpatched=True)
 
 
 def main() -> int:

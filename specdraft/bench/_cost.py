@@ -190,4 +190,15 @@ def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
         context_tokens=context_tokens, kv_bytes_per_element=kv_bytes_per_element, name=ref)
     embedding_note = ", embedding bf16" if dtype == "auto" and chosen not in ("bf16", "fp16") else ""
     return DecodeFootprint(footprint.name, footprint.total_params, footprint.active_params, footprint.weight_bytes,
-                           footprint.kv_bytes, basis=f"{basis}; weights {chosen}{embedding_note}")
+                           footprint.kv_bytes,
+                           basis=f"{basis}; weights {chosen}{embedding_note}{_routed_note(config, footprint)}")
+
+
+def _routed_note(config: Mapping, footprint: DecodeFootprint) -> str:
+    """For a mixture-of-experts stack: that only its active parameters are priced, and how many they are."""
+    text = config.get("text_config") or config
+    if not text.get("enable_moe_block"):
+        return ""
+    return (f"; mixture of experts: {footprint.active_params / 1e9:.2f}B of {footprint.total_params / 1e9:.2f}B "
+            f"parameters read per token (the router picks {text.get('top_k_experts')} of {text.get('num_experts')} "
+            "experts), so the cost ratio uses its active parameters")

@@ -303,7 +303,7 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
     ids, eos = _special_token_ids(None, facts.config)
     return Checkpoint(
         ref=ref, source="shape-facts", path=None, config=facts.config, notes=tuple(notes),
-        quantization=Quantization(method=facts.quant_method, basis=facts.basis),
+        quantization=Quantization(method=facts.quant_method, algo=facts.quant_algo, basis=facts.basis),
         weight_bytes=weight_bytes, weight_bytes_basis=basis,
         special_token_ids=ids, eos_token_ids=eos,
         language_model_params=facts.language_model_params,

@@ -30,6 +30,8 @@ class ShapeFacts:
     basis: str
     """Which shipped fact stands in, in words, for the findings."""
     quant_method: str | None = None
+    quant_algo: str | None = None
+    """``NVFP4`` for an entry of the NVFP4 table (``data/nvfp4_checkpoints.json``)."""
     weight_bytes: int | None = None
     weight_bytes_basis: str | None = None
     language_model_params: int | None = None
@@ -155,7 +157,7 @@ def _from_repackaging(repo_id: str) -> ShapeFacts | None:
     return _facts(repo_id, base_key, _as_text_only(config) if text_only else config,
                   f"shipped shape facts of its base {base_key} (NVFP4 table entry for {key}"
                   + (", text-only)" if text_only else ")"),
-                  quant_method=entry.quant_method, weight_bytes=footprint[0] if footprint else None,
+                  quant_method=entry.quant_method, quant_algo="NVFP4", weight_bytes=footprint[0] if footprint else None,
                   weight_bytes_basis=footprint[1] if footprint else None)
 
 

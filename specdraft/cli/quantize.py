@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
                         help="also keep modules matching this ModelOpt wildcard in BF16 (repeatable), e.g. '*self_attn*'")
     parser.add_argument("--text-only", action="store_true",
                         help="export only the language model, as Gemma4ForCausalLM (drops the vision/audio towers)")
+    parser.add_argument("--moe-prefix", action="store_true",
+                        help="MoE targets (26B-A4B): store each expert under .moe.experts.{id}. as community "
+                             "per-expert checkpoints do, instead of ModelOpt's .experts.{id}.")
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the model, --out and --calib and print the plan; load nothing")
@@ -49,14 +52,14 @@ def run(args: argparse.Namespace) -> ExitCode:
     check_out_dir(args.out)
     check_calibration_source(args.calib, args.model)
     plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device,
-                             text_only=args.text_only)
+                             text_only=args.text_only, moe_prefix=args.moe_prefix)
     plan_view = {
         "model": str(plan.model_dir), "architecture": plan.architecture,
         "output_architecture": plan.output_architecture, "scheme": plan.scheme,
         "parameters": plan.parameters, "required_gib": round(plan.required_bytes / 1024**3, 2),
         "available_gib": round(plan.available_bytes / 1024**3, 2), "device": plan.device,
         "kv_shared_layers": list(plan.kv_shared_layers), "exclusions": list(plan.exclusions),
-        "unblockable": list(plan.unblockable),
+        "unblockable": list(plan.unblockable), "moe_prefix": plan.moe_prefix,
     }
     if args.dry_run:
         if args.json:

@@ -14,6 +14,7 @@ from specdraft.families import ModelFamily, rules_for
 from specdraft.planning._checks import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._moe_backend import choose_moe_backend
 from specdraft.planning._serve_plan import ServeFlag
 
 FlagRule = Callable[[LaunchFacts, Decisions], "ServeFlag | None"]
@@ -30,6 +31,13 @@ def quantization(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
         return None
     reason = "given" if given else f"the target checkpoint is {method} (read from {facts.target.source})"
     return ServeFlag(name="--quantization", value=method, reason=reason)
+
+
+def moe_backend(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    choice = choose_moe_backend(facts.target, facts.vllm.version, facts.request.profile)
+    if choice is None or choice.value is None:
+        return None
+    return ServeFlag(name="--moe-backend", value=choice.value, reason=choice.reason)
 
 
 def revision(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
@@ -188,7 +196,7 @@ def chat_template(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 
 
 SERVE_FLAG_RULES: tuple[FlagRule, ...] = (
-    quantization, revision, tensor_parallel, pipeline_parallel, data_parallel, speculative_config,
+    quantization, moe_backend, revision, tensor_parallel, pipeline_parallel, data_parallel, speculative_config,
     max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_dtype, prefix_caching,
     hybrid_kv_cache_manager, language_model_only, async_scheduling, trust_remote_code,
     auto_tool_choice, tool_call_parser, reasoning_parser, content_format, thinking_default, chat_template,

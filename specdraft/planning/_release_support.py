@@ -203,11 +203,12 @@ def first_release(has: Callable[[ReleaseSupport], bool]) -> str | None:
     return next((version for version, support in every_release() if has(support)), None)
 
 
-def table_rules(trees: dict[str, Path]) -> list[dict]:
-    """The table's rules for release trees given oldest first: consecutive releases with equal facts share one."""
+def table_rules(trees: dict[str, Path], read: Callable[[Path], BaseModel | None] = None) -> list[dict]:
+    """A per-release table's rules for release trees given oldest first (``read``: one tree's facts, by default
+    ``read_release_support``): consecutive releases with equal facts share one."""
     groups: list[tuple[list[str], dict]] = []
     for version, tree in trees.items():
-        support = read_release_support(tree)
+        support = (read or read_release_support)(tree)
         if support is None:
             raise SystemExit(f"{tree}: no readable vLLM source")
         facts = support.model_dump(mode="json")

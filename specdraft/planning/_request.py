@@ -56,8 +56,8 @@ class LaunchRequest(BaseModel):
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
     num_speculative_tokens: Annotated[int | None, CliOption(metavar="K")] = Field(default=None, gt=0)
-    """Draft tokens per target step; unset: 4 on dgx-spark, 3 on h100/h200 (measured), 8 for an MTP assistant
-    there (measured)."""
+    """Draft tokens per target step; unset: 4 on dgx-spark (2 beside a MoE target), 3 on h100/h200 (measured),
+    8 for an MTP assistant there (measured); beside a MoE target there 1 and 4 (measured)."""
     method: Annotated[SpeculativeMethod | Literal["auto"] | None, CliOption(choices=(*METHODS, "auto"))] = None
     """Speculative method; auto ranks every method the target, the draft and the release allow by predicted
     speedup and takes the fastest; unset: the draft's (mtp for an assistant, eagle3/dflash for a speculator,

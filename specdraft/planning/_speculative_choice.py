@@ -58,11 +58,21 @@ _HOPPER_MOE_K = {
 }
 
 
+# On a DGX Spark the step is bandwidth-bound, and the 26B-A4B reads only its active parameters (8 of 128 experts)
+# per token: an E2B draft costs ~0.55-0.58 of its step where it costs ~0.07 of the 31B's, so short drafts pay.
+SPARK_MOE_DRAFT_K = DefaultK(k=2, reason="tune's pick at alpha 0.85 from the bytes an E2B draft and the 26B-A4B "
+                                         "read per token (the target's active parameters: 8 of 128 experts; both "
+                                         "BF16 or both NVFP4); users report K = 2 beating K = 4 there; not measured "
+                                         "by specdraft")
+
+
 def default_num_speculative_tokens(profile: str, assistant: bool = False, moe_target: bool = False) -> DefaultK:
     """The K a launch uses when none is given, and why: per GPU profile, for a draft model or an MTP assistant,
     beside a dense or a mixture-of-experts target (measured for the latter on Hopper only)."""
     if moe_target and profile in ("h100", "h200"):
         return _HOPPER_MOE_K[assistant]
+    if moe_target and not assistant and profile == "dgx-spark":
+        return SPARK_MOE_DRAFT_K
     table = _ASSISTANT_K if assistant else _DRAFT_MODEL_K
     return table.get(profile, table["dgx-spark"])
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
 from specdraft.checkpoints import Checkpoint, language_model_parameters
+from specdraft.planning._moe_backend import choose_moe_backend
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 from specdraft.planning._speculators import speculator_of
 
@@ -202,9 +203,11 @@ def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     from specdraft.planning._checks import resolved_method
 
     request, config = facts.request, decided.speculative.config
+    moe_backend = choose_moe_backend(facts.target, facts.vllm.version, request.profile)
     return release_verdicts(
         facts.target, facts.draft, method=resolved_method(config, facts.draft), k=config.num_speculative_tokens,
         max_model_len=decided.memory.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
         tensor_parallel_size=decided.parallel.tensor_parallel_size,
         draft_tensor_parallel_size=decided.parallel.draft_tensor_parallel_size,
-        version=facts.vllm.version, profile=decided.parallel.topology.name, gpus=decided.parallel.topology.gpus)
+        version=facts.vllm.version, profile=decided.parallel.topology.name, gpus=decided.parallel.topology.gpus,
+    ) + ([moe_backend.finding] if moe_backend is not None else [])

@@ -28,6 +28,12 @@ Gemma 4 exclusions, and why:
   per-tensor, so any width works): ModelOpt calibrates it but cannot pack it and asserts during the
   export ("Weight shape is not divisible for block size"). The plan finds such layers in the
   safetensors headers and keeps them BF16, as it does for all-zero weights.
+- Mixture-of-experts targets (26B-A4B): transformers holds the experts fused (3-D ``experts.gate_up_proj``);
+  ModelOpt quantizes them per expert and exports ``experts.{id}.{gate,up,down}_proj`` (the router stays BF16 by
+  its preset). ``moe_prefix`` renames those to ``.moe.experts.{id}.``, the layout community checkpoints ship
+  (bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4), which vLLM 0.19.1-0.20.2 and 0.31.0-0.33.0 load only with the
+  ``gemma4-moe-expert-prefix`` hotfix. A BF16 checkpoint that already stores its experts apart is refused:
+  transformers loads the fused layout only, and would leave the experts random.
 - The per-layer embedding tables (``embed_tokens_per_layer``) are ``nn.Embedding`` lookups, which the
   preset never quantizes; ``per_layer_model_projection``/``per_layer_input_gate``/``per_layer_projection``
   are Linear layers that vLLM builds with the quantization config, so they are quantized.
@@ -39,6 +45,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -80,6 +87,9 @@ _TOKENIZER_FILES = (
     "generation_config.json",
 )
 _PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+# ``...experts.{id}.`` (ModelOpt's export and per-expert checkpoints), not preceded by ``.moe`` when renaming.
+_PER_EXPERT_TENSOR = re.compile(r"\.experts\.\d+\.")
+_MODELOPT_EXPERT = re.compile(r"(?<!\.moe)\.experts\.(?=\d+\.)")
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,8 @@ class QuantizePlan:
     device: str
     text_only: bool = False
     """Export only the language model, as ``Gemma4ForCausalLM`` (towers and their projections dropped)."""
+    moe_prefix: bool = False
+    """Store each expert under ``.moe.experts.{id}.`` (the community per-expert layout) instead of ModelOpt's ``.experts.{id}.``."""
 
     @property
     def output_architecture(self) -> str:
@@ -128,6 +140,7 @@ def plan_quantization(
     device: str = "cpu",
     available_bytes: int | None = None,
     text_only: bool = False,
+    moe_prefix: bool = False,
 ) -> QuantizePlan:
     """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not.
 
@@ -148,6 +161,7 @@ def plan_quantization(
         )
     _check_weights_present(model_dir)
     index = read_tensor_index(model_dir)
+    _check_expert_layout(model_dir, config, index, moe_prefix)
     parameters = sum(element_count(entry) for entry in index.values())
     bf16_bytes = 2 * parameters
     required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
@@ -166,7 +180,22 @@ def plan_quantization(
         exclusions=exclusions + tuple(f"{name}.*" for name in unblockable),
         kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
         required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
+        moe_prefix=moe_prefix,
     )
+
+
+def _check_expert_layout(model_dir: Path, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
+    """Refuse ``moe_prefix`` for a dense model, and a MoE checkpoint whose experts are already stored apart."""
+    text = text_config(config)
+    is_moe = isinstance(text, Mapping) and bool(text.get("enable_moe_block"))
+    if moe_prefix and not is_moe:
+        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (enable_moe_block is not set)",
+                        hint="leave --moe-prefix out for a dense model")
+    apart = next((name for name in index if _PER_EXPERT_TENSOR.search(name)), None)
+    if is_moe and apart is not None:
+        raise UserError(f"{model_dir} stores its experts one tensor per expert ({apart}); transformers loads only "
+                        "the fused layout (experts.gate_up_proj / experts.down_proj)",
+                        hint="quantize the BF16 checkpoint as Google publishes it (e.g. google/gemma-4-26B-A4B-it)")
 
 
 def _gemma4_architecture(model_dir: Path, config: dict) -> str:
@@ -177,7 +206,7 @@ def _gemma4_architecture(model_dir: Path, config: dict) -> str:
         raise UserError(
             f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, "
             f"not Gemma 4 ({' / '.join(GEMMA4_ARCHITECTURES)})",
-            hint="specdraft quantize makes Gemma 4 drafts only (E2B / E4B)",
+            hint="specdraft quantize makes Gemma 4 checkpoints only (E2B / E4B drafts, the 26B-A4B)",
         )
     return architecture
 
@@ -281,6 +310,8 @@ def _export_checked(model: Any, plan: QuantizePlan, out_dir: Path, export_hf_che
         with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
             export_hf_checkpoint(model, export_dir=staging)
         _keep_source_config(plan.model_dir, staging, text_only=plan.text_only)
+        if plan.moe_prefix:
+            _move_experts_under_moe(staging)
         _copy_tokenizer_files(plan.model_dir, staging, text_only=plan.text_only)
         info = read_quantization(staging)
         if info is None or info.quant_algo != expected_algo:
@@ -372,6 +403,23 @@ def _non_finite_scales(checkpoint: Path, torch: Any) -> list[str]:
                 if name.endswith(("_scale", "_scale_2")) and not bool(torch.isfinite(tensors.get_tensor(name).float()).all()):
                     broken.append(name)
     return broken
+
+
+def _move_experts_under_moe(checkpoint: Path) -> None:
+    """Rename ``.experts.{id}.`` tensors to ``.moe.experts.{id}.`` in every shard and in the shard index."""
+    from safetensors.torch import load_file, save_file  # noqa: PLC0415 - installed with transformers
+
+    def renamed(name: str) -> str:
+        return _MODELOPT_EXPERT.sub(".moe.experts.", name)
+
+    for path in sorted(checkpoint.glob("*.safetensors")):
+        tensors = load_file(str(path))
+        save_file({renamed(name): tensor for name, tensor in tensors.items()}, str(path), metadata={"format": "pt"})
+    index_path = checkpoint / "model.safetensors.index.json"
+    if index_path.is_file():
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+        index["weight_map"] = {renamed(name): shard for name, shard in index.get("weight_map", {}).items()}
+        index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
 
 
 def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dict[str, Any]:

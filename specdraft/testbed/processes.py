@@ -10,7 +10,7 @@ groups running, holding GPU memory and ports. ``ProcessGroups`` therefore
 - asks the kernel to SIGTERM a server whose parent died (``PR_SET_PDEATHSIG``, kept across exec), for the
   case no handler sees: the parent SIGKILLed.
 
-``free_port()`` picks a port nobody listens on, below the ephemeral range so an outgoing connection does not
+``healthy()`` waits for a server's ``/health``; ``free_port()`` picks a port nobody listens on, below the ephemeral range so an outgoing connection does not
 take it between the pick and the server's bind.
 """
 
@@ -47,8 +47,9 @@ def free_port(host: str = "127.0.0.1", *, tries: int = 200, rng: random.Random |
     raise OSError(f"no free port in {PORT_RANGE[0]}-{PORT_RANGE[1]} after {tries} tries")
 
 
-def wait_healthy(port: int, processes: Sequence[subprocess.Popen], timeout_s: float) -> bool:
-    """Whether the server on ``port`` answers ``/health`` within ``timeout_s`` while all of ``processes`` live."""
+def healthy(port: int, processes: Sequence[subprocess.Popen], timeout_s: float) -> bool:
+    """Whether the server on ``port`` answers ``/health`` within ``timeout_s``; False as soon as one of
+    ``processes`` (the server and any process it needs, e.g. the other nodes) has exited."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end and all(p.poll() is None for p in processes):
         try:

@@ -41,6 +41,15 @@ def test_moe_target_reads_only_the_picked_experts():
     assert 3.7e9 < fp.active_params < 3.9e9  # model cards: ~3.8B active
 
 
+def test_the_cost_ratio_beside_a_moe_target_says_it_prices_active_parameters():
+    target = footprint("google/gemma-4-26B-A4B-it")
+    assert "3.82B of 25.23B parameters read per token" in target.basis and "8 of 128 experts" in target.basis
+    assert "mixture of experts" not in footprint("google/gemma-4-31B-it").basis
+    # priced by its active parameters the 26B reads ~8 GB a token, so an E2B draft costs ~0.58 of a step
+    # (against ~0.07 beside the 31B); priced by all 25B it would have looked like ~0.09
+    assert estimate_cost_ratio(footprint("google/gemma-4-E2B-it"), target) == pytest.approx(0.58, abs=0.01)
+
+
 def test_kv_read_grows_with_context_only_up_to_the_window_on_sliding_layers():
     short, long = (footprint("google/gemma-4-31B-it", context_tokens=n).kv_bytes for n in (1024, 4096))
     # 31B: 10 full layers x 8192 B/token (full context) + 50 sliding x 16384 B/token (window 1024)

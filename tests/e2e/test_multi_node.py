@@ -24,7 +24,7 @@ import openai
 import pytest
 
 from specdraft.testbed import private_vllm_env
-from specdraft.testbed.processes import ProcessGroups, free_port, wait_healthy
+from specdraft.testbed.processes import ProcessGroups, free_port, healthy
 from specdraft.testbed.vllm_env import add_vllm_cli_metadata
 
 pytestmark = pytest.mark.e2e
@@ -103,7 +103,7 @@ def test_two_patched_nodes_start_from_the_planned_scripts_and_serve(nodes_env, t
     with ProcessGroups(tmp_path / "groups", grace_s=10) as groups:
         nodes = [groups.start(["bash", "-c", script], log, {**nodes_env["env"], "VLLM_CPU_OMP_THREADS_BIND": str(core)})
                  for script, log, core in zip(scripts, logs, (cores[0], cores[-1]))]
-        served = wait_healthy(port, nodes, STARTUP_S)
+        served = healthy(port, nodes, STARTUP_S)
         tails = "\n".join(log.read_text()[-3000:] for log in logs)
         assert served, f"exits {[n.poll() for n in nodes]}\n{tails}"
         reply = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none").completions.create(

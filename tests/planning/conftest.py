@@ -67,6 +67,15 @@ def release():
     return lambda version: release_tree(version, progress=lambda line: None)
 
 
+@pytest.fixture
+def empty_hub(tmp_path, monkeypatch):
+    """An empty Hugging Face cache and no ``vllm`` on PATH: plans read the shipped facts and the given tree only."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+
+
 def assert_every_release_read_once(rules: list[dict]) -> None:
     """A per-release table's rules were read from every release in ``RELEASES``, each once, inside its range."""
     from packaging.specifiers import SpecifierSet

@@ -65,6 +65,34 @@ def test_hopper_default_k_beside_a_moe_target_is_the_measured_one(draft, k):
     assert f"{k} draft tokens per step (" in flag.reason and "26B-A4B" in flag.reason and "section 6" in flag.reason
 
 
+@pytest.mark.parametrize("target, draft", [("google/gemma-4-26B-A4B-it", "google/gemma-4-E2B-it"),
+                                           ("bg-digitalservices/Gemma-4-26B-A4B-it-NVFP4", "mikeytag/gemma-4-E2B-it-NVFP4")])
+def test_spark_default_k_for_a_draft_beside_a_moe_target_is_tunes_pick_from_active_parameters(target, draft):
+    """Not measured on a DGX Spark: the default is what tune picks from the bytes each model reads per token
+    (the target's active parameters) at alpha 0.85, the dense K = 4 being too long there."""
+    from specdraft.bench import TuneRequest, tune
+
+    report = tune(TuneRequest(shapes=(target, draft), per_position_acceptance=(0.85,)))
+    plan = build_launch_plan(LaunchRequest(target=target, draft=draft, profile="dgx-spark"))
+    assert plan.speculative.num_speculative_tokens == report.recommendation.recommended_k == 2
+    assert "active parameters" in plan.serve.flag("--speculative-config").reason
+
+
+@pytest.mark.parametrize("method, assistant", [("draft_model", False), ("mtp", True)])
+def test_hopper_default_k_beside_a_moe_target_is_the_fastest_k_in_the_measured_rows(method, assistant):
+    """The measured rows (docs/gpu/moe26.json, H200): the K fastest at both forced acceptances. For the E2B draft
+    that is K = 1; K = 2 beats K = 4 at alpha 0.70 only (0.245x vs 0.228x) and every K loses to the target alone."""
+    import json
+    from pathlib import Path
+
+    from specdraft.planning._speculative_choice import default_num_speculative_tokens
+
+    rows = json.loads((Path(__file__).resolve().parents[2] / "docs/gpu/moe26.json").read_text())["rows"]
+    for alpha in (0.85, 0.70):
+        measured = {r["k"]: r["speedup"] for r in rows if r["method"] == method and r["alpha"] == alpha}
+        assert max(measured, key=measured.get) == default_num_speculative_tokens("h200", assistant, True).k
+
+
 def test_a_dense_target_keeps_its_own_default_k():
     plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=ASSISTANT.replace("26B-A4B", "31B"),
                                            profile="h200"))

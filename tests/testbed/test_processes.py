@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.testbed.processes import PORT_RANGE, ProcessGroups, _members, _start_time, free_port
+from specdraft.testbed.processes import PORT_RANGE, ProcessGroups, _members, _start_time, free_port, healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = textwrap.dedent("""
@@ -124,3 +124,27 @@ def test_no_free_port_is_one_clear_error():
         taken = held.getsockname()[1]
         with pytest.raises(OSError, match="no free port"):
             free_port(tries=3, rng=_Picks([taken] * 3))
+
+
+HEALTH_SERVER = textwrap.dedent("""
+    import http.server, sys
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+""")
+
+
+def test_healthy_answers_when_the_server_does_and_gives_up_when_a_process_exits(tmp_path):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", HEALTH_SERVER, str(port)])
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    try:
+        assert healthy(port, [server], timeout_s=30)
+        started = time.monotonic()
+        assert not healthy(free_port(), [server, exited], timeout_s=30) and time.monotonic() - started < 1
+    finally:
+        server.kill()
+        server.wait()
