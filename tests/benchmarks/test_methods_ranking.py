@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from specdraft.bench import known_host_costs
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._method_ranking import rank_methods
 
@@ -38,3 +39,16 @@ def test_auto_ranks_the_measured_methods_in_their_measured_order(lease, alpha):
                            profile="h100",
                            measured={m: tuple(alpha ** i for i in range(1, 9)) for m in measured})
     assert [row.method for row in ranking.ranked if row.method in measured] == measured
+
+
+def test_a_profiled_row_gives_the_shipped_entry_of_its_path():
+    """The arithmetic the EAGLE-3 and DFlash entries will come from reproduces the MTP assistant's shipped entry
+    from its own raw row (a GPU-bound step: o is the step beyond the target's and the drafting)."""
+    rows = methods_costs.load(str(REPO / LEASES["issue7_mtp_h100"]))
+    target = methods_costs.target_alone(rows)
+    row = next(r for r in methods_costs.speculative_rows(rows) if r["tag"] == "mtp3" and "profile" in r)
+    entry = methods_costs.profile_entry(row, target["step_ms"])
+    shipped = known_host_costs()["vllm0.26-mtp-31b-assistant"]
+    for field in ("per_step_ms", "per_draft_token_ms", "gpu_draft_ms_per_token", "gpu_idle_ms_per_step",
+                  "gpu_overhead_ms_per_step"):
+        assert entry[field] == pytest.approx(getattr(shipped, field), abs=0.01), field
