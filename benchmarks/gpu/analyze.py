@@ -37,6 +37,14 @@ def latest(rows: list[dict], **match) -> dict | None:
     return found[-1] if found else None
 
 
+def print_table_head(target: dict, columns: list[str]) -> None:
+    """The target-alone line every speedup divides by, then a markdown table's header."""
+    print(f"target alone: {target['decode_tok_s']} tok/s ({target['step_ms']} ms/token) on {target['gpu']}, "
+          f"vLLM {target['vllm']}")
+    print("\n| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
+
 def textbook_speedup(rates: list[float], k: int, c: float, overhead: float = 0.0) -> float:
     return 1.0 if k == 0 else (1 + sum(rates[:k])) / (1 + k * c + overhead)
 

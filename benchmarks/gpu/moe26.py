@@ -22,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from analyze import latest, linear_fit, load, tune_report  # noqa: E402  (beside this script)
+from analyze import latest, linear_fit, load, print_table_head, tune_report  # noqa: E402  (beside this script)
 from levers import break_even, costs_of  # noqa: E402
 from speedup_plot import ALPHA_COLOURS, Panel, Series, plot_speedup_panels  # noqa: E402
 
@@ -109,10 +109,7 @@ def summary(target: dict, out: list[dict]) -> dict:
 
 
 def print_report(target: dict, out: list[dict], summ: dict) -> None:
-    print(f"target alone: {target['decode_tok_s']} tok/s ({target['step_ms']} ms/token) on {target['gpu']}, "
-          f"vLLM {target['vllm']}")
-    print("\n| drafter | K | alpha | tok/s (range) | speedup | step ms | acceptance length | tune predicts | error |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print_table_head(target, ["drafter", "K", "alpha", "tok/s (range)", "speedup", "step ms", "acceptance length", "tune predicts", "error"])
     for o in out:
         lo, hi = o["decode_tok_s_range"]
         who = "E2B draft_model, async" if o["method"] == "draft_model" else "26B MTP assistant"

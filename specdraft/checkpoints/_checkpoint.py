@@ -64,7 +64,9 @@ class Checkpoint:
 
     @property
     def text_config(self) -> dict:
-        return self.config.get("text_config") or self.config
+        """The language model's config: ``text_config`` of a multimodal config, ``transformer_layer_config`` of a
+        speculators-format drafter (vLLM builds the drafter's config from it), else the config itself."""
+        return self.config.get("text_config") or self.config.get("transformer_layer_config") or self.config
 
     @property
     def is_known(self) -> bool:

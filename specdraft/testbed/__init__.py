@@ -6,11 +6,12 @@ extra, not the base install. Nothing else in specdraft imports this package.
 """
 
 from specdraft.testbed.serve import ServedPair, serve_tiny_pair
-from specdraft.testbed.tiny import TinyPair, build_tiny_pair, write_dummy_checkpoint, write_tiny_assistant
+from specdraft.testbed.tiny import (TinyPair, build_tiny_pair, write_dummy_checkpoint, write_tiny_assistant,
+                                   write_tiny_speculator)
 from specdraft.testbed.vllm_env import ensure_vllm_cpu_env, patched_vllm_cpu_env, private_vllm_env
 
 __all__ = [
-    "TinyPair", "build_tiny_pair", "write_tiny_assistant", "write_dummy_checkpoint",
+    "TinyPair", "build_tiny_pair", "write_tiny_assistant", "write_tiny_speculator", "write_dummy_checkpoint",
     "ensure_vllm_cpu_env", "private_vllm_env", "patched_vllm_cpu_env",
     "ServedPair", "serve_tiny_pair",
 ]

@@ -1,5 +1,6 @@
 """Every compatibility check, failing, with the message a user reads."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,22 @@ def test_unequal_vocab_sizes_are_an_error(checkpoint_dir, facts):
     assert finding.level == "error"
     assert finding.message.startswith("draft vocab_size 256000 != target vocab_size 262144; vLLM's draft_model needs "
                                       "equal vocabularies")
+
+
+SPECULATOR_CONFIG = Path(__file__).parents[2] / "benchmarks" / "gpu" / "configs" / "eagle3_31b" / "config.json"
+
+
+def test_a_speculators_vocabulary_is_its_transformer_layer_configs(tmp_path, facts):
+    """vLLM builds a speculators drafter's config from transformer_layer_config: that is the vocabulary compared."""
+    config = json.loads(SPECULATOR_CONFIG.read_text())
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "config.json").write_text(json.dumps(config))
+    assert check_vocab_size(facts("google/gemma-4-31B-it"), inspect_checkpoint(str(tmp_path / "spec"))).level == "ok"
+    config["transformer_layer_config"]["vocab_size"] = 128256
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "config.json").write_text(json.dumps(config))
+    finding = check_vocab_size(facts("google/gemma-4-31B-it"), inspect_checkpoint(str(tmp_path / "other")))
+    assert finding.level == "error" and finding.message.startswith("draft vocab_size 128256 != target vocab_size")
 
 
 def test_different_special_token_ids_are_an_error(checkpoint_dir):
