@@ -6,17 +6,21 @@
 # stays warm, /tmp survives between calls) is skipped, and a job that would not finish before DEADLINE_S
 # seconds is left for the next call. Results accumulate in /tmp/gpusweep/results.jsonl and are copied to
 # $OUT after every job, so a call cut short still returns what it measured.
+# Two lanes on a two-GPU machine: run `device_run.sh D patch` first (it installs and patches once), then one
+# device_run.sh per GPU with CUDA_VISIBLE_DEVICES=I and GPUSWEEP_DIR=/tmp/gpusweep-I (state, results and the
+# GPU-memory wait are per lane; CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA's index nvidia-smi's).
 # Jobs: unpatched | patch | k0 | k0_hybrid | draft | draft_fp8 | draft_nvfp4 | k<N> | k<N>@<alphas>
 #       | k<N>_fp8draft | k<N>_nvfp4draft | any TAG listed in jobs.txt beside this script ("TAG SWEEP-ARGS...")
 set -u
 T0=$(date +%s)
 DEADLINE=${1:?usage: device_run.sh DEADLINE_S JOB...}; shift
 TOOLS=$(cd "$(dirname "$0")" && pwd)
-S=/tmp/gpusweep; R=$S/results.jsonl; O=${OUT:-/tmp/out}
+S=${GPUSWEEP_DIR:-/tmp/gpusweep}; R=$S/results.jsonl; O=${OUT:-/tmp/out}
 mkdir -p "$S/logs" "$S/done" "$O"
 touch "$R"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:/tmp/sdsite VLLM_USE_V2_MODEL_RUNNER=0 VLLM_USE_FLASHINFER_SAMPLER=0 \
-  TOKENIZERS_PARALLELISM=false VLLM_ENABLE_V1_MULTIPROCESSING=0 REAL=/tmp/real
+  TOKENIZERS_PARALLELISM=false VLLM_ENABLE_V1_MULTIPROCESSING=0 REAL=/tmp/real CUDA_DEVICE_ORDER=PCI_BUS_ID
+GPU=${CUDA_VISIBLE_DEVICES:-0}; GPU=${GPU%%,*}
 PY=$(command -v python3)
 
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$S/driver.log"; }
@@ -34,7 +38,7 @@ bash "$TOOLS/install.sh" "" .device/stage2 || { log "INSTALL FAILED (a cold mach
 [ -d /tmp/sdsite/libcst ] && [ -d /tmp/sdsite/compressed_tensors ] || "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/sdsite .device/whl/*.whl
 mkdir -p /tmp/real && cp -r "$TOOLS/configs/." /tmp/real/
 [ -f "$S/gpu.txt" ] || {
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$S/gpu.txt"
+  nvidia-smi -i "$GPU" --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$S/gpu.txt"
   "$PY" -c "import torch, vllm, transformers; print('torch', torch.__version__, '| vllm', vllm.__version__, '| transformers', transformers.__version__)" >> "$S/gpu.txt" 2>&1
 }
 cp "$S/gpu.txt" "$O/gpu.txt"; cat "$S/gpu.txt"
@@ -72,7 +76,7 @@ for job in "$@"; do
   if [ "$left" -lt "$need" ]; then log "STOP before $job: ${left}s left, needs ~${need}s"; break; fi
   # wait for the previous engine's GPU memory to be released
   for _ in $(seq 20); do
-    used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    used=$(nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
     [ "${used:-0}" -lt 2048 ] && break; sleep 1
   done
   log "start $job (limit ${left}s)"
