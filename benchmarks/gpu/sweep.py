@@ -38,7 +38,6 @@ usage: sweep.py --tag TAG --k K [--model target|draft] [--draft-dir draftE2B] [-
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import json
 import os
 import random
@@ -90,9 +89,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prompt", choices=["random", "periodic"], default="random",
                    help="periodic = a 20-token pattern repeated (gives n-gram speculation something to match)")
     p.add_argument("--profile-tokens", type=int, default=0, help="profile one request of this many tokens")
-    p.add_argument("--stack-dump-s", type=float, default=0,
-                   help="print every thread's Python stack to stderr every this many seconds (0: never): where an "
-                        "engine that never reaches its first row is stuck shows in the log a timeout kill leaves")
     p.add_argument("--trace-dir", default=None, help="where the profile trace goes (default: beside --out)")
     p.add_argument("--k-values", default=None,
                    help="fixed K values measured in one engine through vLLM's per-batch-size K lookup (0 = the "
@@ -342,8 +338,6 @@ def _drafts(delta: dict) -> float:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     resolve_k_lookup(args)
-    if args.stack_dump_s > 0:
-        faulthandler.dump_traceback_later(args.stack_dump_s, repeat=True)
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
     base = {"tag": args.tag, "k": args.k, "model": args.model, "target_dir": args.target_dir,
             "draft_dir": args.draft_dir, "mtp_dir": args.mtp_dir if args.method == "mtp" else None,
