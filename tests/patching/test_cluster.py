@@ -128,3 +128,21 @@ def test_a_node_that_does_not_answer_is_not_patched(tree_of, capsys):
 def test_bad_node_specs_are_one_line_and_exit_2(argv, capsys):
     code, out, err = _cluster(capsys, *argv)
     assert code == 2 and out == "" and err.startswith("specdraft: error: ") and "Traceback" not in err
+
+
+def test_a_node_command_that_floods_its_output_is_cut_off_not_read_to_the_end():
+    from specdraft.patching.cluster import NodeSpec, ask_node
+    import time as clock
+
+    started = clock.monotonic()
+    answer = ask_node(NodeSpec(name="n1", command=("sh", "-c", "cat /dev/zero", "sh")), timeout_s=60, max_bytes=1 << 20)
+    assert answer == ("no report from sh -c 'cat /dev/zero' sh cluster report --json: "
+                      "it wrote more than 1 MiB")
+    assert clock.monotonic() - started < 30
+
+
+def test_a_node_that_never_answers_is_given_up_at_the_timeout_with_its_children():
+    from specdraft.patching.cluster import NodeSpec, ask_node
+
+    answer = ask_node(NodeSpec(name="n1", command=("sh", "-c", "sleep 300 & sleep 300", "sh")), timeout_s=1)
+    assert answer == "no answer within 1 s from sh -c 'sleep 300 & sleep 300' sh cluster report --json"
