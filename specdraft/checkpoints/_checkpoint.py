@@ -19,6 +19,7 @@ from specdraft.families import LayerKV, ModelFamily, family_of, family_with_laye
 from specdraft.paths import expand_user
 from specdraft.checkpoints._references import looks_like_path, reference_problem
 from specdraft.checkpoints._shape_facts import find_shape_facts
+from specdraft.checkpoints._speculator_params import speculator_parameters
 from specdraft.quantization import read_quantization
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
@@ -249,7 +250,8 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
         # no weights on disk (config.json only, or a download in progress): the family's formula, not 0
         weight_bytes = estimate_weight_bytes(config, params, quantization.method)
         basis = (f"computed from config.json: {params:,} language-model parameters by the "
-                 f"{family_with_layer_formula(config).display_name} formula (towers not counted)"
+                 + (f"{family_with_layer_formula(config).display_name} formula (towers not counted)"
+                    if family_with_layer_formula(config) else "speculators layout (embeddings counted)")
                  + (f" as {quantization.method} NVFP4" if quantization.method else " in BF16"))
     return Checkpoint(
         ref=ref, source=source, path=directory, config=config,
@@ -262,10 +264,11 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
 
 
 def language_model_parameters(config: dict) -> int | None:
-    """The language model's parameter count by its family's formula; None when no family knows its layers."""
+    """The language model's parameter count by its family's formula (a speculators drafter's by its layout);
+    None when no family knows its layers."""
     family = family_with_layer_formula(config)
     if family is None:
-        return None
+        return speculator_parameters(config)
     try:
         return family.count_parameters(config).total
     except (KeyError, TypeError, IndexError):  # a config missing a shape the formula needs

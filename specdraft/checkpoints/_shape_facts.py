@@ -1,7 +1,8 @@
 """Shape facts shipped with specdraft, for checkpoints that are neither local nor in the HF cache.
 
 ``data/models/<owner>__<name>.json`` are Gemma 4 config.json reconstructions (checked against the
-hub's parameter totals); ``data/nvfp4_checkpoints.json`` describes NVFP4 repackagings by their base
+hub's parameter totals) and the published speculators' config.json (RedHatAI's EAGLE-3 and DFlash drafters for
+the 31B, verbatim; sources in benchmarks/gpu/configs/README.md); ``data/nvfp4_checkpoints.json`` describes NVFP4 repackagings by their base
 model; ``data/kv_and_params.json`` holds parameter counts. A repo id resolves, in order, to its own
 config, to its base model's config via the NVFP4 table, or to the Gemma 4 size named in the id.
 """
@@ -16,6 +17,7 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from specdraft.checkpoints._speculator_params import speculator_parameters
 from specdraft.families import FAMILIES, rules_for
 
 _FOOTPRINT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|GB)")
@@ -141,7 +143,9 @@ def _as_text_only(config: dict) -> dict:
 def _facts(repo_id: str, key: str, config: dict, basis: str, **found) -> ShapeFacts:
     """Shape facts from the shipped config ``key``, with its parameter counts."""
     counts = _parameter_counts().get(key, ParameterCounts())
-    return ShapeFacts(repo_id=repo_id, config=config, basis=basis, language_model_params=counts.language_model_params,
+    # a speculator's count comes from its config (kv_and_params.json holds the Gemma 4 models')
+    params = counts.language_model_params or speculator_parameters(config)
+    return ShapeFacts(repo_id=repo_id, config=config, basis=basis, language_model_params=params,
                       hf_params=counts.hf_params, **found)
 
 

@@ -64,15 +64,16 @@ def measured_acceptance(request: LaunchRequest) -> dict[str, tuple[float, ...]]:
 
 
 def _inspect_draft(request: LaunchRequest) -> Checkpoint | None:
-    """The draft's facts; a speculator not on this machine stays unknown (no shape facts ship for speculators,
-    and the Gemma 4 size in its name is its verifier's, not its own)."""
+    """The draft's facts; a speculator not on this machine and without shipped facts of its own stays unknown
+    (the Gemma 4 size in its name is its verifier's, not its own shape)."""
     if request.draft is None:
         return None
     draft = inspect_checkpoint(request.draft, revision=request.draft_revision)
-    if draft.source == "shape-facts" and speculator_from_name(draft.ref) is not None:
+    if (draft.source == "shape-facts" and speculator_from_name(draft.ref) is not None
+            and "speculators_model_type" not in draft.config):
         return Checkpoint(ref=draft.ref, source="unknown", path=None, config={},
-                          notes=(f"{draft.ref} is a speculators checkpoint that is not on this machine; "
-                                 "specdraft ships no shape facts for speculators",))
+                          notes=(f"{draft.ref} is a speculators checkpoint that is not on this machine, and "
+                                 "specdraft ships shape facts only for RedHatAI's 31B EAGLE-3 and DFlash speculators",))
     return draft
 
 

@@ -97,8 +97,8 @@ def speculator_from_name(ref: str) -> Speculator | None:
 
 
 def speculator_of(checkpoint: Checkpoint) -> Speculator | None:
-    """The speculator a drafter checkpoint is: its config where it was read, else what its name says."""
-    if checkpoint.source in ("local", "hf-cache"):
+    """The speculator a drafter checkpoint is: its config where it was read (or shipped), else what its name says."""
+    if checkpoint.source in ("local", "hf-cache") or "speculators_model_type" in checkpoint.config:
         return read_speculator(checkpoint.config)
     return speculator_from_name(checkpoint.ref)
 

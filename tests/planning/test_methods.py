@@ -310,3 +310,35 @@ def test_a_speculators_dflash_layer_numbered_from_one_may_name_the_last_layer():
     assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "ok"
     config["aux_hidden_state_layer_ids"] = [2, 31, 61]
     assert check_verifier(TARGET_31B, target.config, "s", read_speculator(config)).level == "error"
+
+
+def test_the_published_31b_speculators_plan_offline_from_their_shipped_configs():
+    """Named, not downloaded: their own config ships, so the plan knows their shape, size and verifier."""
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    for kind, gib in (("eagle3", 4.2), ("dflash", 7.7)):
+        draft = inspect_checkpoint(f"RedHatAI/gemma-4-31B-it-speculator.{kind}")
+        assert draft.source == "shape-facts" and draft.config["speculators_model_type"] == kind
+        assert round(draft.weight_bytes / 2**30, 1) == gib
+        plan = build_launch_plan(LaunchRequest(target=TARGET_31B, draft=draft.ref, method=kind, profile="h200"))
+        assert not [f for f in plan.findings if f.level == "error"], plan.findings
+        assert plan.speculative.method == kind
+
+
+def test_a_named_speculator_without_shipped_facts_is_still_refused_offline():
+    """The 26B's EAGLE-3 config is not published where we could read it: its name alone gives no shape."""
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    plan = build_launch_plan(LaunchRequest(target=TARGET_26B, draft="RedHatAI/gemma-4-26B-A4B-it-speculator.eagle3",
+                                           method="eagle3", profile="h200"))
+    refused = [f for f in plan.findings if f.level == "error" and f.check == "draft-checkpoint"]
+    assert refused and "ships shape facts only for" in refused[0].message
+
+
+def test_the_eagle3_parameter_count_matches_the_published_size():
+    from specdraft.checkpoints._speculator_params import speculator_parameters
+
+    config = inspect_checkpoint("RedHatAI/gemma-4-31B-it-speculator.eagle3").config
+    assert round(speculator_parameters(config) * 2 / 1e9, 1) == 4.5   # "4.5 GB in BF16" (AEON-7's NVFP4 card)
+    assert speculator_parameters({"speculators_model_type": "eagle3"}) is None
+    assert speculator_parameters({"model_type": "gemma4"}) is None
