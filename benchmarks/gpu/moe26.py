@@ -1,17 +1,21 @@
 """The 26B-A4B-shaped MoE target beside the E2B draft and its MTP assistant: measured speedup per K, tune's
 prediction for every row, the break-even, and the host-cost entries read from the two K = 3 profiles.
 
-usage: moe26.py RESULTS.jsonl --out OUTDIR [--also RESULTS2.jsonl] [--png] [--entries]
+usage: moe26.py RESULTS.jsonl --out OUTDIR [--also RESULTS2.jsonl ...] [--png] [--entries]
 
 RESULTS.jsonl is one lease of the GPU machine (``docs/gpu/raw/moe26_*/results.jsonl``, jobs ``m0``, ``md1..8``,
-``mm1..8`` of ``jobs.txt``). A row's speedup divides by the target alone (``m0``) of the same lease.
+``mm1..8`` of ``jobs.txt``). A row's speedup divides by the target alone (``m0``) of the same lease: a file given
+with ``--also`` (a results.jsonl or a lane's ``laneI.jsonl`` / ``laneI-results.jsonl`` of another machine) uses its
+own ``m0`` when it has one, else the first file's, and tune's prediction for the row uses that target step too.
 
 tune's prediction for a row uses the step costs of the row's path from ``specdraft/bench/data/host_costs.json``
 (entries ``COSTS`` below): the host line (``--host-costs NAME``: a least-squares fit to the path's measured step
 times, ``fitted_line``), ``c`` = drafter GPU time per token / target step and ``o`` = the entry's
 ``gpu_overhead_ms_per_step`` (both from the ``md3`` / ``mm3`` profiles at alpha 0.85), and acceptance as measured
 by the largest-K run of the path at that alpha. ``--entries`` prints what the profiles give (the same arithmetic
-as the 31B entries: see ``host_entry``) and the fitted line. ``--also`` adds rows measured on another machine. Writes OUTDIR/moe26.json and, with ``--png``, OUTDIR/speedup_vs_k_26b.png.
+as the 31B entries: see ``host_entry``) and the fitted line. ``--also`` adds rows measured on other machines (only
+26B rows: a lane file's other jobs are left out). Writes OUTDIR/moe26.json and, with ``--png``,
+OUTDIR/speedup_vs_k_26b.png.
 """
 
 from __future__ import annotations
@@ -64,21 +68,40 @@ def rows_of(rows: list[dict]) -> tuple[dict, list[dict]]:
     return target, spec
 
 
+def machine_of(path: str) -> str:
+    """A raw file's machine as the tables name it: its folder under docs/gpu/raw (a lane file keeps its name)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    folder = os.path.basename(folder)
+    return folder if name == "results.jsonl" else f"{folder}/{name}"
+
+
+def with_baseline(path: str, first_target: dict) -> list[dict]:
+    """The 26B rows of another machine, each carrying the target-alone row it divides by: the machine's own
+    ``m0`` when it ran one (host-bound steps move with the host, and lanes shared a host's CPUs), else the
+    first machine's."""
+    own, spec = rows_of(load(path))
+    base = own or first_target
+    return [dict(r, other_machine=True, machine=machine_of(path), baseline=base, own_baseline=own is not None)
+            for r in spec]
+
+
 def predict(target: dict, spec: list[dict]) -> list[dict]:
-    """Every measured row beside tune's prediction for it."""
-    t_ms, out = target["step_ms"], []
+    """Every measured row beside tune's prediction for it (over the target alone of the row's machine)."""
+    out = []
     for r in sorted(spec, key=lambda r: (r["method"], -r["alpha"], r["k"])):
-        name = COSTS[r["method"]]
+        base = r.get("baseline", target)
+        t_ms, name = base["step_ms"], COSTS[r["method"]]
         c, o_ms = costs_of(name, t_ms)
         widest = max((x for x in spec if x["method"] == r["method"] and x["alpha"] == r["alpha"]),
                      key=lambda x: x["k"])
         table = tune_report(widest["per_position_acceptance"], c, max_k=widest["k"], overhead_ms=round(o_ms, 3),
                             target_step_ms=round(t_ms, 3), host_costs=name)
         row = table["table"][r["k"] - 1]
-        speedup = r["decode_tok_s"] / target["decode_tok_s"]
+        speedup = r["decode_tok_s"] / base["decode_tok_s"]
         per_rep = r.get("decode_tok_s_per_rep") or [r["decode_tok_s"]]
         out.append({"tag": r["tag"], "method": r["method"], "k": r["k"], "alpha": r["alpha"],
-                    "other_machine": r.get("other_machine", False),
+                    "other_machine": r.get("other_machine", False), "machine": r.get("machine"),
+                    "target_alone_tok_s": base["decode_tok_s"], "own_target_alone": r.get("own_baseline", True),
                     "decode_tok_s": r["decode_tok_s"], "decode_tok_s_range": [min(per_rep), max(per_rep)],
                     "speedup": round(speedup, 3), "step_ms": r.get("step_ms"),
                     "mean_acceptance_length": r.get("mean_acceptance_length"),
@@ -113,7 +136,10 @@ def print_report(target: dict, out: list[dict], summ: dict) -> None:
     for o in out:
         lo, hi = o["decode_tok_s_range"]
         who = "E2B draft_model, async" if o["method"] == "draft_model" else "26B MTP assistant"
-        mark = " (second machine)" if o["other_machine"] else ""
+        mark = ""
+        if o["other_machine"]:
+            mark = f" ({o['machine']}, over {'its own' if o['own_target_alone'] else 'the first'} target alone " \
+                   f"{o['target_alone_tok_s']:.1f})"
         print(f"| {who} | {o['k']} | {o['alpha']} | {o['decode_tok_s']:.1f} ({lo:.1f}-{hi:.1f}) | {o['speedup']:.3f} "
               f"| {o['step_ms']:.2f} | {o['mean_acceptance_length']} | {o['tune_predicted']:.3f}"
               f"{' h' if o['host_bound'] else ''} | {o['prediction_error']:+.1%}{mark} |")
@@ -141,7 +167,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("results")
     p.add_argument("--out", required=True)
     p.add_argument("--png", action="store_true")
-    p.add_argument("--also", nargs="*", default=[], help="results of another machine (rows RESULTS lacks)")
+    p.add_argument("--also", nargs="*", default=[],
+                   help="results of other machines (rows RESULTS lacks), each over its own target alone if it has one")
     p.add_argument("--entries", action="store_true", help="print the host-cost entries from the profiles and stop")
     args = p.parse_args(argv)
     target, spec = rows_of(load(args.results))
@@ -152,8 +179,9 @@ def main(argv: list[str]) -> int:
             print(COSTS[method], json.dumps(host_entry(row, target["step_ms"])),
                   f"fitted: per_step_ms {per_step}, per_draft_token_ms {per_token}")
         return 0
-    for path in args.also:  # rows measured on another machine, divided by this lease's target alone
-        spec += [dict(r, other_machine=True) for r in rows_of(load(path))[1]]
+    spec = [dict(r, machine=machine_of(args.results)) for r in spec]
+    for path in args.also:
+        spec += with_baseline(path, target)
     out = predict(target, spec)
     summ = summary(target, out)
     os.makedirs(args.out, exist_ok=True)

@@ -48,8 +48,9 @@ _OPTION_FIELDS = ("prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max
 
 
 # Beside a MoE target (26B-A4B: ~4 ms per token on an H200) a drafted token's host time is no longer hidden:
-# measured on an H200 with vLLM 0.26.0 (docs/gpu/README.md section 6), the MTP assistant was fastest at K = 4
-# (1.67x at alpha 0.85, 1.34x at 0.70; K = 8 near break-even) and the E2B draft lost at every K (best K = 1).
+# measured on H200s with vLLM 0.26.0 at K = 1-8 (docs/gpu/README.md section 6), the MTP assistant was fastest at
+# K = 4 (1.67x at alpha 0.85, 1.34x at 0.70; K = 7 1.22x / 1.09x, K = 8 near break-even) and the E2B draft lost at
+# every K (best K = 1).
 _HOPPER_MOE_K = {
     True: DefaultK(k=4, reason="the fastest K measured on an H200 for the 26B-A4B's MTP assistant at alpha 0.70 and "
                                "0.85 (vLLM 0.26.0, docs/gpu/README.md section 6)"),

@@ -26,10 +26,19 @@ def test_the_committed_lever_table_is_reproduced_from_the_raw_rows_by_tune(tmp_p
 
 
 def test_the_committed_26b_table_is_reproduced_from_the_raw_rows_by_tune(tmp_path):
-    """moe26.json in docs/gpu is what moe26.py computes now from the two H200 leases."""
+    """moe26.json in docs/gpu is what moe26.py computes now from the two H200 leases and the three lane calls
+    (the command of docs/gpu/README.md section 6)."""
+    also = ["issue20_h200/results.jsonl", "h200x2_lanes/lane1.jsonl", "h200x4_call1/lane2-results.jsonl",
+            "h200x4_call2/lane2-results.jsonl"]
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/gpu/moe26.py"), str(RAW / "issue17_h200/results.jsonl"),
-         "--also", str(RAW / "issue20_h200/results.jsonl"), "--out", str(tmp_path)],
+         "--also", *(str(RAW / a) for a in also), "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert json.loads((tmp_path / "moe26.json").read_text()) == json.loads((REPO / "docs/gpu/moe26.json").read_text())
+    fresh = json.loads((tmp_path / "moe26.json").read_text())
+    assert fresh == json.loads((REPO / "docs/gpu/moe26.json").read_text())
+    lanes = {(r["method"], r["k"]): r for r in fresh["rows"] if r["alpha"] == 0.85 and r["k"] in (5, 7)}
+    # a lane that ran the target alone divides by its own; the MTP K = 7 lane ran none
+    assert lanes[("draft_model", 5)]["target_alone_tok_s"] == 247.606
+    assert lanes[("draft_model", 7)]["target_alone_tok_s"] == 241.761
+    assert lanes[("mtp", 7)]["target_alone_tok_s"] == fresh["target_alone"]["decode_tok_s"] == 248.067
