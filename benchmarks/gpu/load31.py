@@ -125,13 +125,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--costs-source", default="docs/gpu/README.md section 7",
                    help="where the shipped step costs say they come from")
     p.add_argument("--schedule-report", action="store_true",
-                   help="one lease of the l0/lm/lx8/ld jobs: the schedule against every fixed K (load_schedule.py)")
+                   help="the l0/lm/lx/ld jobs (any number of files, lanes and machines): the schedule against every fixed K "
+                        "(load_schedule.py)")
     p.add_argument("--png", action="store_true", help="with --schedule-report: also the plot")
     args = p.parse_args(argv)
     if args.schedule_report:
         from load_schedule import schedule_report  # beside this script
 
-        schedule_report(args.results[0], args.out, args.png)
+        schedule_report(args.results, args.out, args.png)
         return 0
     target, spec = collect(args.results)
     rows = table(target, spec)

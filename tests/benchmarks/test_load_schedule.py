@@ -59,4 +59,4 @@ def test_the_report_runs_from_the_command_line(tmp_path):
                            "--schedule-report"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "### draft_model, alpha None" in done.stdout
-    assert json.loads((tmp_path / "load_schedule.json").read_text())["lookup_mismatches"] == []
+    assert json.loads((tmp_path / "load_31b.schedule.json").read_text())["lookup_mismatches"] == []
