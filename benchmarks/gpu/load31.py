@@ -2,7 +2,8 @@
 
 usage: load31.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR
 
-Reads the ``c0`` / ``l0`` (target alone) and ``cd*`` / ``cm*`` / ``ld`` / ``lm`` (draft_model / mtp) rows of
+Reads the ``c0`` / ``l0`` (target alone; the first file's where several have one) and ``cd*`` / ``cm*`` / ``ld*`` /
+``lm*`` (draft_model / mtp; ``lm85``: the ``lm`` job at one alpha) rows of
 ``jobs.txt``: one engine per row with ``max_num_seqs`` 32, every concurrency level measured in turn
 (``sweep.py --concurrency 1,2,...``; ``ld`` / ``lm``: one engine per method, its K lookup overwritten per variant).
 Prints a markdown table (per-sequence and aggregate decode tok/s, speedup over the target alone at the same
@@ -30,8 +31,14 @@ The plain cross-check engine (``lx*``) is left out: its FULL CUDA graphs are not
 def collect(paths: list[str]) -> tuple[dict, list[dict]]:
     rows = [r for p in paths for r in load(p) if "error" not in r and isinstance(r["concurrency"], int)
             and r["tag"][:2] in TARGET_TAGS + SPEC_TAGS]
-    target = {r["concurrency"]: r for r in rows if r["tag"] in TARGET_TAGS}
-    return target, [r for r in rows if r["tag"] not in TARGET_TAGS]
+    target: dict = {}
+    for r in rows:  # the first file's target alone where several files (machines) have one
+        if r["tag"] in TARGET_TAGS:
+            target.setdefault(r["concurrency"], r)
+    # a schedule row's drafter may run another K while the batch fills or drains (drafted tokens per draft off
+    # the lookup's K): its step is no K's, so it stays out of the table and the step costs
+    return target, [r for r in rows if r["tag"] not in TARGET_TAGS
+                    and r.get("drafted_tokens_per_draft", float(r["k"])) in (None, float(r["k"]))]
 
 
 def path_name(r: dict) -> str:
@@ -64,7 +71,7 @@ def best_per_level(rows: list[dict]) -> dict:
         if r["k"] == 0:
             continue
         key = f"{r['method']}, alpha {r['alpha']}"
-        base = next(x for x in rows if x["k"] == 0 and x["concurrency"] == r["concurrency"])
+        base = next(x for x in rows if x["path"] == "target alone" and x["concurrency"] == r["concurrency"])
         cur = best.setdefault(key, {}).get(r["concurrency"], {"k": 0, "aggregate_decode_tok_s": base["aggregate_decode_tok_s"]})
         if r["aggregate_decode_tok_s"] > cur["aggregate_decode_tok_s"]:
             best[key][r["concurrency"]] = {"k": r["k"], "aggregate_decode_tok_s": r["aggregate_decode_tok_s"]}
@@ -125,13 +132,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--costs-source", default="docs/gpu/README.md section 7",
                    help="where the shipped step costs say they come from")
     p.add_argument("--schedule-report", action="store_true",
-                   help="one lease of the l0/lm/lx8/ld jobs: the schedule against every fixed K (load_schedule.py)")
+                   help="the l0/lm/lx/ld jobs (any number of files, lanes and machines): the schedule against every fixed K "
+                        "(load_schedule.py)")
     p.add_argument("--png", action="store_true", help="with --schedule-report: also the plot")
     args = p.parse_args(argv)
     if args.schedule_report:
         from load_schedule import schedule_report  # beside this script
 
-        schedule_report(args.results[0], args.out, args.png)
+        schedule_report(args.results, args.out, args.png)
         return 0
     target, spec = collect(args.results)
     rows = table(target, spec)

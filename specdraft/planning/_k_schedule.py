@@ -27,6 +27,12 @@ from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_si
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
 MAX_K = 8
 """The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
+PIECEWISE_SPEED = 0.69
+"""What is left of a FULL-graph engine's aggregate speed at the same K once a schedule makes the V1 model runner
+capture PIECEWISE CUDA graphs only: the 31B-shaped target's MTP assistant at K = 8 on an H200, vLLM 0.26.0, the
+schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-32 sequences (0.55-1.05 per level;
+docs/gpu/README.md section 7, ``docs/gpu/load_31b.schedule.json``). Measured for that path and release only; taken
+for every release whose V1 runner does the same, since no other was measured."""
 
 
 class MeasuredLevel(BaseModel):
@@ -242,6 +248,8 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
     rule = k_per_batch_size_table().rule_for(version)
     why_not = schedule_unavailable(rule, version, method, data_parallel_size)
     if why_not is None:
+        why_not = _graphs_cost_more(levels, rule, version, max_k)
+    if why_not is None:
         common["schedule"] = ranges
         return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), **common,
                                  reason=f"K per batch size from {basis}: {_describe(ranges, levels, max_num_seqs)}"
@@ -251,6 +259,24 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
     return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(
         f"{why_not}: K = {k} is the best single K over {basis}; against a K per batch size "
         f"({', '.join(f'{level.best_k} at {level.batch_size}' for level in levels)}) it gives up {gave_up}"))
+
+
+def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, version: str | None,
+                      max_k: int) -> str | None:
+    """Why a schedule would run slower than one K on a FULL-graph engine (None: its predicted gain covers its
+    PIECEWISE graphs): on the GPU a schedule on vLLM 0.26.0's V1 runner lost to a plain fixed-K engine at every
+    batch size, because its predicted gain over one K is smaller than what PIECEWISE graphs cost."""
+    if "PIECEWISE" not in rule.full_cudagraphs:
+        return None
+    k, _ = single_k(levels, max_k)
+    gain = math.exp(sum(math.log(level.speedup_at(level.best_k) / level.speedup_at(k)) for level in levels)
+                    / len(levels))
+    if gain * PIECEWISE_SPEED > 1.0:
+        return None
+    return (f"a schedule makes vLLM {version}'s V1 model runner capture PIECEWISE CUDA graphs only, which left "
+            f"{PIECEWISE_SPEED:.0%} of a FULL-graph engine's speed at the same K (measured: 31B MTP assistant, "
+            f"vLLM 0.26.0, H200); the schedule's predicted gain over one K ({gain - 1:+.0%}, geometric mean over the "
+            f"batch sizes) does not cover that")
 
 
 def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:

@@ -21,7 +21,7 @@ from specdraft.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "specdraft/bench/data/batch_step_costs.json"
-MTP = "vllm0.26-mtp-31b-assistant-h200"
+MTP, DRAFT = "vllm0.26-mtp-31b-assistant-h200", "vllm0.26-draft_model-e2b-async-h200"
 
 
 def entry(*levels: BatchLevel) -> BatchStepCosts:
@@ -32,7 +32,7 @@ def entry(*levels: BatchLevel) -> BatchStepCosts:
 def test_the_shipped_costs_are_what_load31_writes_from_the_committed_raw_rows(tmp_path):
     """A hand edit of the data, or raw rows that moved, fails here until the file is regenerated."""
     about = json.loads(SHIPPED.read_text())["_about"]
-    raw = [f"docs/gpu/raw/{run}/results.jsonl" for run in about_runs(SHIPPED)]
+    raw = about_runs(SHIPPED)
     out = tmp_path / "costs.json"
     done = subprocess.run([sys.executable, "benchmarks/gpu/load31.py", *raw, "--out", str(tmp_path),
                            "--costs-out", str(out)], capture_output=True, text=True, cwd=REPO, timeout=300)
@@ -42,9 +42,9 @@ def test_the_shipped_costs_are_what_load31_writes_from_the_committed_raw_rows(tm
 
 
 def about_runs(path: Path) -> list[str]:
-    """The raw result folders an entry's source names (every entry names the same run)."""
+    """The raw results files an entry's source names, in order (every entry names the same files)."""
     source = next(v["source"] for k, v in json.loads(path.read_text()).items() if not k.startswith("_"))
-    return [part.split("/")[3] for part in source.split("raw rows: ")[1].split(", ")]
+    return source.split("raw rows: ")[1].split(", ")
 
 
 def test_a_hand_worked_batch_size_gives_its_line_and_tunes_pick():
@@ -65,8 +65,19 @@ def test_a_batch_size_with_one_k_or_with_longer_drafts_running_faster_gives_no_l
 
 
 def test_only_batch_sizes_up_to_the_servers_are_planned():
-    choices = best_k_per_batch_size(known_batch_step_cost(MTP), [0.8 ** i for i in range(1, 9)], max_k=8, up_to=8)
-    assert [c.batch_size for c in choices] == [1, 2, 4, 8]
+    costs = known_batch_step_cost(MTP)
+    choices = best_k_per_batch_size(costs, [0.8 ** i for i in range(1, 9)], max_k=8, up_to=8)
+    # batch size 1 was measured with K = 5 running faster per step than K = 3 (PIECEWISE noise): no line there
+    assert [c.batch_size for c in choices] == [2, 4, 8]
+    assert costs.fit(costs.levels[0]) is None and costs.levels[0].batch_size == 1
+
+
+def test_the_e2b_draft_has_a_line_at_every_batch_size_now_that_k_2_3_5_were_measured():
+    costs = known_batch_step_cost(DRAFT)
+    assert all(set(level.step_ms) == {2, 3, 5} and costs.fit(level) is not None for level in costs.levels)
+    # at 0.70 the line says what the rows measured on the schedule engine: no K beats the target alone at 1 and 8
+    choices = {c.batch_size: c.best_k for c in best_k_per_batch_size(costs, [0.7 ** i for i in range(1, 9)], max_k=8)}
+    assert choices[1] == choices[8] == 0
 
 
 def test_an_unknown_name_is_refused_naming_the_known_ones():
@@ -81,12 +92,12 @@ def test_tune_reads_the_costs_at_one_batch_size_and_plans_a_schedule_over_all():
     assert report.inputs.cost_ratio.source.startswith(f"measured per batch size ({MTP}, batch size 32)")
     expected = [(c.batch_size, c.best_k) for c in best_k_per_batch_size(known_batch_step_cost(MTP), rates, max_k=8)]
     assert report.recommendation.recommended_k == dict(expected)[32]
-    assert report.schedule[0][2] == dict(expected)[1] and report.schedule[-1][2] == dict(expected)[32]
+    assert report.schedule[0][2] == expected[0][1] and report.schedule[-1][2] == dict(expected)[32]
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(batch_costs="vllm0.26-draft_model-e2b-async-h200"), "measured one K per batch size: no step line to fit"),
     (dict(batch_costs=MTP, concurrency=3), "has no step line at batch size 3"),
+    (dict(batch_costs=MTP, concurrency=1), "has no step line at batch size 1"),
     (dict(batch_costs=MTP, overhead_fraction=0.1), "--batch-costs fits the per-step overhead at each batch size"),
 ])
 def test_tune_turns_away_batch_costs_it_cannot_fit(fields, message):

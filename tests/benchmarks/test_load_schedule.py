@@ -59,4 +59,27 @@ def test_the_report_runs_from_the_command_line(tmp_path):
                            "--schedule-report"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "### draft_model, alpha None" in done.stdout
-    assert json.loads((tmp_path / "load_schedule.json").read_text())["lookup_mismatches"] == []
+    assert json.loads((tmp_path / "load_31b.schedule.json").read_text())["lookup_mismatches"] == []
+
+
+def test_launchs_piecewise_speed_is_the_committed_cross_check():
+    """launch's PIECEWISE_SPEED is the geometric mean of the GPU cross-check (schedule engine's fixed K = 8 over a
+    plain K = 8 engine, 1-32 sequences) in docs/gpu/load_31b.schedule.json."""
+    import math
+
+    from specdraft.planning._k_schedule import PIECEWISE_SPEED
+
+    report = json.loads((REPO / "docs/gpu/load_31b.schedule.json").read_text())
+    ratios = [c["lookup_over_plain"] for c in report["cross_check"] if isinstance(c["concurrency"], int)]
+    assert len(ratios) == 6
+    assert round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 2) == PIECEWISE_SPEED
+
+
+def test_runs_of_one_job_under_other_tags_and_files_are_pooled(rows, tmp_path):
+    """The same job in two files (``ld`` and ``ld70``, another lane): one path per level, both runs' requests."""
+    renamed = [dict(r, tag="ld70") for r in rows if r["tag"] == "ld"]
+    for name, part in (("a.jsonl", rows), ("b.jsonl", renamed)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in part))
+    load_schedule.schedule_report([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")], str(tmp_path), False)
+    level = json.loads((tmp_path / "load_31b.schedule.json").read_text())["levels"]["draft_model, alpha None"]["1"]
+    assert set(level["paths"]["K=3"]["runs"]) == {f"ld ({tmp_path.name}/a)", f"ld70 ({tmp_path.name}/b)"}
