@@ -25,6 +25,9 @@ class ModelledCosts(BaseModel):
     acceptance: tuple[float, ...]
     basis: str
     """Where the costs and the acceptance come from, in words (quoted in the plan's reason)."""
+    piecewise_only: bool = False
+    """Measured on an engine that captured PIECEWISE CUDA graphs only (one with a K schedule): they can say
+    whether a schedule pays, not which single K a FULL-graph server should run."""
 
 
 def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, parallel: tuple[int, int],
@@ -51,6 +54,6 @@ def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, para
     if tp * pp > 1:
         caveats.append(f"measured on one GPU, not on an engine of {tp * pp} GPUs (TP {tp} x PP {pp})")
     tail = f" ({'; '.join(caveats)})" if caveats else ""
-    return ModelledCosts(costs_name=entry.name, acceptance=acceptance,
+    return ModelledCosts(costs_name=entry.name, acceptance=acceptance, piecewise_only=entry.cudagraph_mode == ["PIECEWISE"],
                          basis=f"tune's model with the step costs measured per batch size ({entry.describe()}){tail} "
                                f"and the acceptance {acceptance_basis}")

@@ -226,8 +226,22 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: {why}; to plan a K per batch size, bench the "
                    f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the "
                    f"result as --from-bench")
-    return _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method, max_k=max_k,
-                               data_parallel_size=data_parallel_size)
+    decision = _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method,
+                                   max_k=max_k, data_parallel_size=data_parallel_size)
+    if load is None and modelled.piecewise_only and decision.outcome != "schedule":
+        return _keep_plan_k(decision, plan_k)
+    return decision
+
+
+def _keep_plan_k(decision: KScheduleDecision, plan_k: int) -> KScheduleDecision:
+    """One K for a FULL-graph server, where the only per-batch-size costs came from a PIECEWISE-graph engine:
+    those rank K for a schedule's engine; beside a FULL-graph one they mislead (the E2B draft at K = 3 ran
+    1.66-1.81x the target alone at 1-32 sequences with FULL graphs, where its PIECEWISE costs predict at most
+    1.16x at any K; docs/gpu/README.md section 7), so the plan's own K stays."""
+    return decision.model_copy(update={"k": None, "lost": [], "reason": (
+        f"K = {plan_k}, the plan's own, at every batch size: the step costs per batch size were measured on an "
+        f"engine with a K schedule (PIECEWISE CUDA graphs only), which misjudges a one-K server's FULL graphs; "
+        f"what they say: {decision.reason}")})
 
 
 def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: int, version: str | None,

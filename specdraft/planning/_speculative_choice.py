@@ -101,7 +101,10 @@ class SpeculativeChoice(BaseModel):
         config = SpeculativeConfig(**{**self.config.as_dict(), "num_speculative_tokens": decision.k,
                                       "num_speculative_tokens_per_batch_size": decision.schedule})
         what = "the largest K of the schedule" if decision.schedule else "chosen"
-        return self.model_copy(update={"config": config, "k_reason": f"{what} from --from-bench"})
+        # a load test's levels name its file; the shipped step costs say so in their own basis
+        measured = any(level.measured_k is not None for level in decision.levels)
+        source = "--from-bench" if measured else "the step costs measured per batch size"
+        return self.model_copy(update={"config": config, "k_reason": f"{what} from {source}"})
 
 
 def _draft_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None, str]:

@@ -268,11 +268,23 @@ def test_thinking_lowers_the_assumed_acceptance_and_with_it_the_ks(release):
     assert "thinking on: x0.85 (assumed)" in thinking.reason
 
 
-def test_a_release_without_per_batch_k_gets_the_best_single_k_over_the_modelled_batch_sizes(release):
+def test_a_release_without_per_batch_k_keeps_the_plans_k_since_the_costs_came_from_a_piecewise_engine(release):
     decision = modelled_plan(release, "0.23.0")
-    assert decision.outcome == "single-k" and decision.schedule is None
-    assert decision.reason.startswith("vLLM 0.23.0 takes one K for every batch size")
-    assert any(share > 0 for _, share in decision.lost)
+    assert decision.outcome == "single-k" and decision.schedule is None and decision.k is None
+    assert decision.reason.startswith("K = 8, the plan's own, at every batch size: the step costs per batch size "
+                                      "were measured on an engine with a K schedule (PIECEWISE CUDA graphs only)")
+    assert "vLLM 0.23.0 takes one K for every batch size" in decision.reason and decision.lost == []
+
+
+@pytest.mark.parametrize("draft, plan_k, modelled_k", [(E2B, 3, 1), (ASSISTANT_31B, 8, 7)])
+def test_the_single_k_a_piecewise_engines_costs_pick_is_turned_away_for_the_plans_own(
+        release, draft, plan_k, modelled_k):
+    """The E2B draft's PIECEWISE costs pick K = 1 at <= 1.16x, where a FULL-graph engine ran K = 3 at 1.7x."""
+    plan = build_launch_plan(LaunchRequest(vllm_root=release("0.26.0"), target=TARGET_31B, draft=draft,
+                                           profile="h200", max_num_seqs=16))
+    assert plan.speculative.num_speculative_tokens == plan_k
+    assert f"K = {modelled_k} is the best single K" in plan.k_schedule.reason
+    assert plan.k_schedule.reason.startswith(f"K = {plan_k}, the plan's own, at every batch size")
 
 
 def test_tensor_parallelism_says_the_costs_are_one_gpus(release):
@@ -283,7 +295,7 @@ def test_tensor_parallelism_says_the_costs_are_one_gpus(release):
 def test_data_parallelism_planned_by_launch_gets_one_k_where_the_release_drops_the_schedule(release):
     decision = modelled_plan(release, gpus_per_node=2, data_parallel_size=2)
     assert decision.outcome == "single-k"
-    assert decision.reason.startswith("vLLM 0.26.0 drops the schedule with data parallelism (2 ranks")
+    assert "vLLM 0.26.0 drops the schedule with data parallelism (2 ranks" in decision.reason
 
 
 @pytest.mark.parametrize("request_fields, why", [
