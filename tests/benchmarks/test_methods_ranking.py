@@ -27,7 +27,7 @@ LEASES = {"issue7_h100": ("docs/gpu/raw/issue7_h100/results.jsonl",),
 """One machine each: the rows a ranking is measured on."""
 ALONE = "target alone"
 
-_PIECEWISE = ("every EAGLE-3, MTP and draft_model row of this machine ran in a K lookup engine (PIECEWISE CUDA graphs: "
+_PIECEWISE = ("every EAGLE-3, MTP and draft_model row of these files ran in a K lookup engine (PIECEWISE CUDA graphs: "
               "the host launches the target's attention, 18.1 ms a step in e3ks' profile), DFlash and the target "
               "alone in plain engines; the MTP rows are 64-token requests of call 2's load jobs, EAGLE-3's 256-token "
               "requests of call 3. MTP in a plain engine on the same machine (lx8, lane 3, K = 8, alpha 0.85) "
