@@ -7,10 +7,11 @@ usage: methods_costs.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--entrie
 The RESULTS.jsonl files are one machine, one file per GPU where lanes.sh ran the jobs side by side (jobs ``e3ks``,
 ``df7``, ``e3k3``, ``df3`` of ``jobs.txt``, beside the target alone: ``k0r``, or ``l0``'s one-sequence row, and,
 when they ran on the same machine, the one-sequence fixed-K rows of ``lm`` (MTP) and ``ld`` (E2B draft_model)). A
-row's speedup divides by the target alone of the same machine. ``--entries`` prints the host-cost entries the profiled rows give (moe26.py's ``host_entry``, the
-arithmetic of every entry in specdraft/bench/data/host_costs.json) and the line fitted to each path's measured
-step times, then stops. Otherwise tune predicts every row from the shipped entries (``COSTS``) and the acceptance
-the path's largest K measured at that alpha. Writes OUTDIR/methods.json.
+row's speedup divides by the target alone of the same machine. ``--entries`` prints the host-cost entries the
+profiled rows give (moe26.py's ``host_entry``, the arithmetic of every entry in
+specdraft/bench/data/host_costs.json) and the line fitted to each path's measured step times, then stops. Otherwise
+tune predicts every row from the shipped entries (``COSTS``) and the acceptance the path's largest K measured at
+that alpha. Writes OUTDIR/methods.json.
 """
 
 from __future__ import annotations
