@@ -2,15 +2,16 @@
 entries read from their step profiles, tune's prediction for every row, and the methods ranked by measured speedup
 at each alpha (what ``--method auto`` must reproduce).
 
-usage: methods_costs.py RESULTS.jsonl --out OUTDIR [--entries]
+usage: methods_costs.py RESULTS.jsonl [RESULTS.jsonl ...] --out OUTDIR [--entries]
 
-RESULTS.jsonl is one lease of the GPU machine (jobs ``e3ks``, ``df7``, ``e3k3``, ``df3`` of ``jobs.txt``, beside
-the target alone: ``k0r``, or ``l0``'s one-sequence row, and, when they ran on the same lease, the one-sequence
-fixed-K rows of ``lm`` (MTP) and ``ld`` (E2B draft_model)). A row's speedup divides by the target alone of the
-same lease. ``--entries`` prints the host-cost entries the profiled rows give (moe26.py's ``host_entry``, the
-arithmetic of every entry in specdraft/bench/data/host_costs.json) and the line fitted to each path's measured
-step times, then stops. Otherwise tune predicts every row from the shipped entries (``COSTS``) and the acceptance
-the path's largest K measured at that alpha. Writes OUTDIR/methods.json.
+The RESULTS.jsonl files are one machine, one file per GPU where lanes.sh ran the jobs side by side (jobs ``e3ks``,
+``df7``, ``e3k3``, ``df3`` of ``jobs.txt``, beside the target alone: ``k0r``, or ``l0``'s one-sequence row, and,
+when they ran on the same machine, the one-sequence fixed-K rows of ``lm`` (MTP) and ``ld`` (E2B draft_model)). A
+row's speedup divides by the target alone of the same machine. ``--entries`` prints the host-cost entries the
+profiled rows give (moe26.py's ``host_entry``, the arithmetic of every entry in
+specdraft/bench/data/host_costs.json) and the line fitted to each path's measured step times, then stops. Otherwise
+tune predicts every row from the shipped entries (``COSTS``) and the acceptance the path's largest K measured at
+that alpha. Writes OUTDIR/methods.json.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ COSTS = {"eagle3": "vllm0.26-eagle3-31b-speculator", "dflash": "vllm0.26-dflash-
          "mtp": "vllm0.26-mtp-31b-assistant", "draft_model": "vllm0.26-draft_model-e2b-async"}
 """The host-cost entry tune predicts each path with."""
 PROFILED = {"eagle3": "e3ks", "dflash": "df7"}
+
+
+def load_all(paths: list[str]) -> list[dict]:
+    """The rows of several results files of one machine, in the order given (a later row supersedes an earlier one
+    where ``latest`` picks)."""
+    return [row for path in paths for row in load(path)]
 
 
 def target_alone(rows: list[dict]) -> dict | None:
@@ -123,14 +130,14 @@ def print_report(target: dict, out: list[dict], ranking: dict) -> None:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("results")
+    p.add_argument("results", nargs="+", help="results files of one machine (lanes.sh writes one per GPU)")
     p.add_argument("--out", required=True)
     p.add_argument("--entries", action="store_true", help="print the host-cost entries from the profiles and stop")
     args = p.parse_args(argv)
-    rows = load(args.results)
+    rows = load_all(args.results)
     target, spec = target_alone(rows), speculative_rows(rows)
     if target is None:
-        raise SystemExit(f"{args.results}: no target-alone row (k0r, or l0 at one sequence)")
+        raise SystemExit(f"{' '.join(args.results)}: no target-alone row (k0r, or l0 at one sequence)")
     if args.entries:
         print(json.dumps(entries(target, spec), indent=1))
         return 0
