@@ -22,11 +22,23 @@ def params(repo_id: str) -> dict:
 
 
 SHIPPED = sorted(entry.name[: -len(".json")].replace("__", "/") for entry in (DATA / "models").iterdir())
+# speculators-format drafters (EAGLE-3, DFlash) ship beside the Gemma 4 models: their config describes a
+# drafter layout, not a Gemma 4 model
+SPECULATORS = [repo_id for repo_id in SHIPPED if "speculators_config" in config(repo_id)]
 
 
-@pytest.mark.parametrize("repo_id", SHIPPED)
+def test_the_shipped_speculators_are_the_published_drafters():
+    assert SPECULATORS == ["RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.eagle3"]
+
+
+@pytest.mark.parametrize("repo_id", [repo_id for repo_id in SHIPPED if repo_id not in SPECULATORS])
 def test_every_shipped_gemma4_config_is_recognised(repo_id):
     assert family_of(config(repo_id)) is GEMMA4
+
+
+@pytest.mark.parametrize("repo_id", SPECULATORS)
+def test_a_speculators_drafter_is_no_gemma4_model(repo_id):
+    assert family_of(config(repo_id)) is None
 
 
 def test_a_config_of_another_family_is_not_gemma4():
