@@ -29,6 +29,8 @@ class KnownHostCost(BaseModel):
     gpu: str
     host: str
     measured_at_k: int = Field(ge=1)
+    target_step_ms: float = Field(gt=0)
+    """The target alone's decode step on the same machine: the GPU-side figures over it are c and o."""
     per_step_ms: float = Field(ge=0)
     """Host time of one step outside drafting."""
     per_draft_token_ms: float = Field(gt=0)

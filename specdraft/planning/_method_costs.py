@@ -2,9 +2,13 @@
 inputs ``--method auto`` ranks methods by (``_method_ranking``).
 
 Costs are in target steps, tune's model (``specdraft.bench``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
-Measured on an H100 beside a 31B-shaped target, vLLM 0.26.0 (docs/gpu/README.md sections 5.2 and 5.3):
-``draft_model`` and ``mtp`` from the profiled host-cost entries (``bench/data/host_costs.json``), ``ngram_gpu``
-from its measured step time. The other methods are modelled from those and say "not measured".
+They come from the profiled host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the engine launch
+plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
+step time; H200: ``dflash``) and the 26B-A4B (H200: ``draft_model``, ``mtp``). c and o are GPU time over the
+target's step on the entry's own machine; the host line is host time over the target's step on the GPU profile
+planned for, where that step was measured. Every other method, or a method beside a shape it was not measured
+with, is modelled from those and says "not measured". EAGLE-3 was profiled only in a K lookup engine (PIECEWISE
+CUDA graphs, docs/gpu/README.md section 9), not the plain engine launch plans: it stays modelled.
 
 Acceptance defaults are conditional per-position rates ``alpha`` (unconditional ``a_i = alpha**i``), each with
 its source; a ``bench`` result of the user's own server replaces them.
@@ -13,24 +17,39 @@ its source; a ``bench`` result of the user's own server replaces them.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from specdraft.bench import HostCost
+    from specdraft.bench import HostCost, KnownHostCost
 
 # specdraft.bench is imported where it is used: importing it loads the bench client (httpx, rich), which a plan
 # that ranks nothing must not pay for (launch --dry-run's 2 s budget).
 
-TARGET_STEP_MS = 24.72
-"""The 31B-shaped target's decode step on the H100 the costs were measured on (docs/gpu/README.md 5.3)."""
+Shape = Literal["31b", "26b"]
+"""The target shapes step costs were measured beside: the 31B dense and the 26B-A4B MoE."""
+SHAPE_NAMES = {"31b": "the 31B", "26b": "the 26B-A4B"}
+TARGET_STEPS_MS: dict[tuple[str, Shape], tuple[float, str]] = {
+    ("h100", "31b"): (24.72, "docs/gpu/README.md 5.3, k0 of raw/issue7_mtp_h100"),
+    ("h200", "31b"): (17.731, "docs/gpu/README.md 9, k0r of raw/h200x4_call3"),
+    ("h200", "26b"): (4.031, "docs/gpu/README.md 6, m0 of raw/issue17_h200"),
+}
+"""The target alone's decode step per (GPU profile, shape): the unit host times are converted with."""
+TARGET_STEP_MS = TARGET_STEPS_MS["h100", "31b"][0]
 _NGRAM_GPU_STEP_MS = 28.3
 """ngram_gpu's measured step at K = 3 (docs/gpu/README.md 5.2, first lease) ..."""
 _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
 """... over that lease's target step (41.47 tok/s alone, data/async_scheduling.json's measurement)."""
-_DRAFT_MODEL_ENTRY, _MTP_ENTRY = "vllm0.26-draft_model-e2b-async", "vllm0.26-mtp-31b-assistant"
-_SYNC_ENTRY = "vllm0.26-draft_model-e2b-sync"
+_ENTRIES: dict[Shape, dict[str, str]] = {
+    "31b": {"draft_model": "vllm0.26-draft_model-e2b-async", "mtp": "vllm0.26-mtp-31b-assistant",
+            "dflash": "vllm0.26-dflash-31b-speculator"},
+    "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant"},
+}
+"""The measured entry of each method beside each shape: plain engines, as launch plans them."""
+_BLOCK_DRAFTERS = ("dflash",)
+"""Methods whose drafter proposes the whole block in one forward: the step's cost does not grow with K."""
+_SYNC_ENTRY, _ASYNC_ENTRY = "vllm0.26-draft_model-e2b-sync", "vllm0.26-draft_model-e2b-async"
 THINKING_FACTOR = 0.85
 """Users report that thinking lowers the MTP assistant's acceptance; the size of the drop is not measured: alpha
 is assumed 15% lower, for every method."""
@@ -65,50 +84,78 @@ class StepModel(BaseModel):
         return HostCost(self.host_per_step, self.host_per_draft_token or 0.0, self.basis)
 
 
-def _from_entry(name: str, measured: bool, basis: str = "") -> StepModel:
+def host_step_ms(profile: str, shape: Shape) -> tuple[float, bool]:
+    """The target step host times are converted with on ``profile``, and whether it was measured there (else
+    the measured step of that shape on another GPU)."""
+    if (profile, shape) in TARGET_STEPS_MS:
+        return TARGET_STEPS_MS[profile, shape][0], True
+    return next(ms for (_, s), (ms, _) in TARGET_STEPS_MS.items() if s == shape), False
+
+
+def _entry(name: str) -> KnownHostCost:
     from specdraft.bench import known_host_costs
 
-    entry = known_host_costs()[name]
-    host = entry.host_cost(TARGET_STEP_MS)
-    return StepModel(cost_ratio=entry.gpu_draft_ms_per_token / TARGET_STEP_MS,
-                     overhead=entry.gpu_overhead_ms_per_step / TARGET_STEP_MS, host_per_step=host.per_step,
-                     host_per_draft_token=host.per_draft_token, measured=measured,
-                     basis=basis or f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm})")
+    return known_host_costs()[name]
+
+
+def _from_entry(name: str, host_ms: float, measured: bool, basis: str = "") -> StepModel:
+    entry = _entry(name)
+    host = entry.host_cost(host_ms)
+    basis = basis or f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm}, K = {entry.measured_at_k})"
+    if entry.method in _BLOCK_DRAFTERS:
+        k = entry.measured_at_k
+        return StepModel(cost_ratio=0.0, host_per_step=host.per_step + k * host.per_draft_token,
+                         host_per_draft_token=0.0, measured=measured,
+                         overhead=(k * entry.gpu_draft_ms_per_token + entry.gpu_overhead_ms_per_step)
+                         / entry.target_step_ms,
+                         basis=basis + "; one forward drafts the block, taken as the same cost at every K")
+    return StepModel(cost_ratio=entry.gpu_draft_ms_per_token / entry.target_step_ms,
+                     overhead=entry.gpu_overhead_ms_per_step / entry.target_step_ms, host_per_step=host.per_step,
+                     host_per_draft_token=host.per_draft_token, measured=measured, basis=basis)
 
 
 def _sync_penalty() -> float:
-    """GPU idle a step gains without async scheduling (the draft_model profiles, sync minus async)."""
-    from specdraft.bench import known_host_costs
-
-    costs = known_host_costs()
-    return (costs[_SYNC_ENTRY].gpu_idle_ms_per_step - costs[_DRAFT_MODEL_ENTRY].gpu_idle_ms_per_step) / TARGET_STEP_MS
+    """GPU idle a step gains without async scheduling (the draft_model profiles, sync minus async), in target
+    steps of the machine they were measured on."""
+    sync, async_ = _entry(_SYNC_ENTRY), _entry(_ASYNC_ENTRY)
+    return (sync.gpu_idle_ms_per_step - async_.gpu_idle_ms_per_step) / sync.target_step_ms
 
 
 @lru_cache(maxsize=None)
-def step_model(method: str) -> StepModel:
-    """The step cost of ``method`` beside a 31B-shaped target on an H100."""
-    ngram_gpu_overhead = _NGRAM_GPU_STEP_MS / _NGRAM_GPU_LEASE_TARGET_MS - 1
-    if method == "draft_model":
-        return _from_entry(_DRAFT_MODEL_ENTRY, True)
-    if method == "mtp":
-        return _from_entry(_MTP_ENTRY, True)
-    if method == "ngram_gpu":
-        return StepModel(cost_ratio=0.0, overhead=ngram_gpu_overhead, measured=True,
+def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> StepModel:
+    """The step cost of ``method`` beside a target of ``shape`` on GPU ``profile``."""
+    host_ms, _ = host_step_ms(profile, shape)
+    entries = _ENTRIES[shape]
+    beside = SHAPE_NAMES[shape]
+    if method in entries:
+        return _from_entry(entries[method], host_ms, True)
+    # ngram_gpu's extra time a step, in ms, over the target's: verifying K more tokens and the proposer's kernels
+    ngram_gpu_ms = _NGRAM_GPU_STEP_MS - _NGRAM_GPU_LEASE_TARGET_MS
+    if method == "ngram_gpu" and shape == "31b":
+        return StepModel(cost_ratio=0.0, overhead=ngram_gpu_ms / _NGRAM_GPU_LEASE_TARGET_MS, measured=True,
                          basis="measured: ngram_gpu's step at K = 3 on an H100, vLLM 0.26.0 (docs/gpu/README.md 5.2)")
+    ngram_gpu_overhead = ngram_gpu_ms / (_NGRAM_GPU_LEASE_TARGET_MS if shape == "31b" else host_ms)
+    shape_note = "" if shape == "31b" else f"; beside {beside}: the same {ngram_gpu_ms:.1f} ms over its step"
+    if method == "ngram_gpu":
+        return StepModel(cost_ratio=0.0, overhead=ngram_gpu_overhead, measured=False,
+                         basis="not measured: modelled as ngram_gpu's measured step beside the 31B on an H100"
+                               + shape_note)
     if method in ("ngram", "suffix"):
         return StepModel(cost_ratio=0.0, overhead=ngram_gpu_overhead + _sync_penalty(), measured=False,
                          basis="not measured: modelled as ngram_gpu's step plus the GPU idle of a step without async "
-                               "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)")
+                               "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)"
+                               + shape_note)
+    mtp_entry = entries["mtp"]
     if method == "eagle3":
-        return _from_entry(_MTP_ENTRY, False, "not measured: modelled as the MTP assistant's measured step (both "
-                                              "are small heads on the target's hidden states, run by vLLM's EAGLE "
-                                              "proposer)")
+        return _from_entry(mtp_entry, host_ms, False,
+                           f"not measured: modelled as the MTP assistant's measured step beside {beside} (both are "
+                           "small heads on the target's hidden states, run by vLLM's EAGLE proposer)")
     if method == "dflash":
-        mtp = _from_entry(_MTP_ENTRY, False)
+        mtp = _from_entry(mtp_entry, host_ms, False)
         return StepModel(cost_ratio=0.0, overhead=mtp.overhead + mtp.cost_ratio * _DFLASH_LAYERS / _MTP_LAYERS,
                          host_per_step=mtp.host_per_step, host_per_draft_token=0.0, measured=False,
-                         basis="not measured: one drafter forward proposes the whole block, modelled as one MTP "
-                               f"assistant step scaled to DFlash's {_DFLASH_LAYERS} layers per target step")
+                         basis=f"not measured beside {beside}: one drafter forward proposes the whole block, modelled "
+                               f"as one MTP assistant step scaled to DFlash's {_DFLASH_LAYERS} layers per target step")
     raise KeyError(method)
 
 
@@ -158,7 +205,7 @@ def default_acceptance(method: str) -> AcceptanceDefault:
     if method == "dflash":
         alpha = _alpha_reproducing("dflash", 3.03, 15)
         return AcceptanceDefault(alpha=alpha, basis=f"alpha {alpha}: reproduces the published 3.03x of the 31B + "
-                                                    f"DFlash drafter at K = 15 ({_JARVISLABS}) under the modelled step")
+                                                    f"DFlash drafter at K = 15 ({_JARVISLABS}) under its step model")
     if method == "draft_model":
         return AcceptanceDefault(alpha=0.71, basis="alpha 0.71: what the DGX Spark E2B + 31B setup's 2.0x at K = 4 "
                                                    "implies with c = 0.10 (Leviathan et al. 2023's model)")

@@ -14,13 +14,14 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
 from specdraft.checkpoints import Checkpoint
-from specdraft.planning._method_costs import TARGET_STEP_MS, acceptance_for, step_model
+from specdraft.planning._method_costs import SHAPE_NAMES, Shape, acceptance_for, host_step_ms, step_model
 from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
                                          check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
 
-_MEASURED_TARGET = "the 31B"
+_SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
+"""(hidden size, layers) of the target shapes step costs were measured beside."""
 
 
 class Candidate(BaseModel):
@@ -123,10 +124,16 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
     return [f for f in findings if f is not None and f.level == "error"]
 
 
-def _rank(candidate: Candidate, thinking: bool, measured: Mapping[str, Sequence[float]], max_k: int) -> RankedMethod:
+def measured_shape(target: Checkpoint) -> Shape | None:
+    """The measured target shape ``target`` has, or None for another one."""
+    return _SHAPES.get((target.text_config.get("hidden_size"), target.text_config.get("num_hidden_layers")))
+
+
+def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, measured: Mapping[str, Sequence[float]],
+          max_k: int) -> RankedMethod:
     from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
 
-    model = step_model(candidate.method)
+    model = step_model(candidate.method, shape, profile)
     if candidate.method in measured:
         rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"
     else:
@@ -137,14 +144,18 @@ def _rank(candidate: Candidate, thinking: bool, measured: Mapping[str, Sequence[
                         measured_costs=model.measured, cost_basis=model.basis, acceptance_basis=basis)
 
 
-def _notes(target: Checkpoint, profile: str, version: str | None, support: ReleaseSupport | None) -> list[str]:
+def _notes(target: Checkpoint, shape: Shape | None, profile: str, version: str | None,
+           support: ReleaseSupport | None) -> list[str]:
     notes = []
-    if profile != "h100":
-        notes.append(f"step costs were measured on an H100 ({TARGET_STEP_MS} ms target step); on {profile} they are "
-                     "used as they are, not measured")
-    if (target.text_config.get("hidden_size"), target.text_config.get("num_hidden_layers")) != (5376, 60):
-        notes.append(f"step costs were measured beside {_MEASURED_TARGET}; beside {target.ref} they are not "
-                     "measured (a cheaper target step makes every drafter relatively dearer)")
+    costs_shape = shape or "31b"
+    host_ms, here = host_step_ms(profile, costs_shape)
+    if not here:
+        notes.append(f"the target step beside {SHAPE_NAMES[costs_shape]} was not measured on {profile}: host times are "
+                     f"taken over the {host_ms} ms step measured on another GPU")
+    if shape is None:
+        notes.append("step costs were measured beside the 31B and the 26B-A4B; beside "
+                     f"{target.ref} the 31B's are used, not measured (a cheaper target step makes every drafter "
+                     "relatively dearer)")
     if support is None:
         notes.append(f"vLLM {version or '(version unknown)'} is not in specdraft's release table: methods were not "
                      "checked against it")
@@ -158,6 +169,7 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
 
     ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method)."""
     support = release_support(version)
+    shape = measured_shape(target)
     ranked, turned_away = [], []
     for candidate in candidates_for(drafts):
         refusals = _refusals(candidate, target, support, version, vllm_root)
@@ -166,6 +178,6 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
                                           draft=candidate.draft.ref if candidate.draft else None,
                                           reason="; ".join(f.message for f in refusals)))
             continue
-        ranked.append(_rank(candidate, thinking, measured or {}, max_k))
+        ranked.append(_rank(candidate, shape or "31b", profile, thinking, measured or {}, max_k))
     ranked.sort(key=lambda row: (-row.predicted_speedup, not row.measured_costs))
-    return MethodRanking(ranked=ranked, turned_away=turned_away, notes=_notes(target, profile, version, support))
+    return MethodRanking(ranked=ranked, turned_away=turned_away, notes=_notes(target, shape, profile, version, support))

@@ -97,7 +97,8 @@ def test_auto_turns_away_a_speculator_trained_beside_another_model(speculator):
     ranking = rank_methods(inspect_checkpoint(TARGET_26B), [speculator()], version="0.33.0", profile="h100")
     assert [(t.method, "verifier" in t.reason or "trained beside" in t.reason) for t in ranking.turned_away] == \
         [("eagle3", True)]
-    assert any("beside the 31B" in note for note in ranking.notes)
+    assert ranking.notes == ["the target step beside the 26B-A4B was not measured on h100: host times are taken over "
+                             "the 4.031 ms step measured on another GPU"]
 
 
 def test_auto_turns_away_what_the_release_lacks(speculator):
@@ -140,9 +141,28 @@ def test_the_mtp_dflash_and_eagle3_defaults_reproduce_the_published_figures():
     assert 1 + sum(eagle3) == pytest.approx(2.83, abs=0.01)   # RedHat's MT-bench acceptance length at K = 5
 
 
-def test_costs_say_which_were_measured():
-    assert {m for m in ("draft_model", "mtp", "ngram_gpu", "ngram", "suffix", "eagle3", "dflash")
-            if step_model(m).measured} == {"draft_model", "mtp", "ngram_gpu"}
+METHODS = ("draft_model", "mtp", "ngram_gpu", "ngram", "suffix", "eagle3", "dflash")
+
+
+def test_costs_say_which_were_measured_beside_which_target():
+    assert {m for m in METHODS if step_model(m, "31b").measured} == {"draft_model", "mtp", "ngram_gpu", "dflash"}
+    assert {m for m in METHODS if step_model(m, "26b").measured} == {"draft_model", "mtp"}
+    assert "vllm0.26-mtp-26b-assistant" in step_model("mtp", "26b").basis
+    assert "beside the 26B-A4B" in step_model("eagle3", "26b").basis
+
+
+def test_beside_the_26b_auto_uses_the_26b_costs_and_drafts_nothing_with_the_e2b():
+    """The E2B draft lost at every K beside the 26B-A4B (docs/gpu/README.md 6); the 31B's costs, which a 26B target
+    used to get, would have drafted with it."""
+    target = inspect_checkpoint(TARGET_26B)
+    drafts = [inspect_checkpoint("google/gemma-4-26B-A4B-it-assistant"), inspect_checkpoint("google/gemma-4-E2B-it")]
+    ranking = rank_methods(target, drafts, version="0.33.0", profile="h200")
+    rows = {row.method: row for row in ranking.ranked}
+    assert ranking.chosen.method == "mtp" and 1 < rows["mtp"].predicted_speedup < 2 and rows["draft_model"].k == 0
+    assert ranking.notes == []
+    thirty_one = step_model("draft_model", "31b", "h200")
+    rates, _ = acceptance_for("draft_model", thinking=False, positions=3)
+    assert predict_speedup(rates, 3, thirty_one.cost_ratio, thirty_one.overhead, thirty_one.host) > 1.2
 
 
 def test_a_published_speculator_not_on_this_machine_is_judged_by_its_name():
