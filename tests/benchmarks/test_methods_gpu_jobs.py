@@ -168,3 +168,22 @@ def test_methods_proof_serves_launchs_own_argv_and_records_a_refused_plan_on_vll
     assert {"logs/eagle3.log", "logs/ngram.log", "plan-suffix.json", "eagle3.bench.json"} <= names
     assert "logs/suffix.log" not in names
     assert sorted(p.name for p in out.iterdir()) == ["methods-proof.tar.gz", "rows.jsonl"]
+
+
+def _jobs() -> list[tuple[str, list[str]]]:
+    lines = (REPO / "benchmarks/gpu/jobs.txt").read_text().splitlines()
+    return [(line.split()[0], line.split()[1:]) for line in lines if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("tag,argv", _jobs(), ids=[tag for tag, _ in _jobs()])
+def test_every_listed_gpu_job_is_a_sweep_that_parses(tag, argv):
+    """A device call is dear: a job that sweep.py would refuse must fail here, not on the GPU."""
+    args = _sweep_args(*argv)
+    assert args.k >= 0 and args.alphas
+    if "--v2" in argv:
+        assert args.v2
+
+
+def test_jobs_are_listed_once():
+    tags = [tag for tag, _ in _jobs()]
+    assert len(tags) == len(set(tags))
