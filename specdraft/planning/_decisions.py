@@ -6,13 +6,18 @@ Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into 
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.families import rules_for
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
 from specdraft.planning._k_schedule import MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
+from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
+from specdraft.planning._moe import is_moe_target
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative
@@ -53,6 +58,15 @@ def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, speculative: Spe
                           positions=MAX_K)
 
 
+def _model_runner(request: LaunchRequest, facts: LaunchFacts, method: str) -> ModelRunnerChoice:
+    """The runner the planned server will start with: the plan always sets the family's parsers, so they count
+    among its serve flags; the server inherits launch's environment."""
+    family = rules_for(facts.target.config)
+    planned = ["--reasoning-parser"] if family.reasoning_parser else []
+    return model_runner(facts.vllm.version, method=method, target_is_moe=is_moe_target(facts.target),
+                        serve_args=[*planned, *request.extra_args], env=os.environ)
+
+
 def decide(facts: LaunchFacts) -> Decisions:
     """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
     request, target, draft = facts.request, facts.target, facts.draft
@@ -63,7 +77,8 @@ def decide(facts: LaunchFacts) -> Decisions:
                                    k_given=request.num_speculative_tokens is not None,
                                    data_parallel_size=max(parallel.data_parallel_size,
                                                           data_parallel_size_of(request.extra_args)),
-                                   modelled=_modelled_costs(request, facts, speculative, parallel))
+                                   modelled=_modelled_costs(request, facts, speculative, parallel),
+                                   runner=_model_runner(request, facts, speculative.resolved_method))
     speculative = speculative.with_k_schedule(k_schedule)
     hybrid = hybrid_kv_reason(target, draft)
     memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
 from specdraft.planning._k_costs import ModelledCosts
+from specdraft.planning._model_runner import ModelRunnerChoice
 from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
 
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
@@ -101,6 +102,9 @@ class KScheduleDecision(BaseModel):
     levels_from: str | None = None
     """Where the per-batch-size figures come from: a ``--from-bench`` result, or the shipped step costs with the
     acceptance assumed."""
+    model_runner: ModelRunnerChoice | None = None
+    """The runner the server will start with: V1 captures PIECEWISE CUDA graphs only with a schedule, V2 keeps
+    FULL ones."""
 
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
@@ -206,9 +210,20 @@ def modelled_levels(modelled: ModelledCosts, max_k: int, max_num_seqs: int) -> l
 
 def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str | None, method: str, plan_k: int,
                       k_given: bool, data_parallel_size: int = 1,
-                      modelled: ModelledCosts | str | None = None) -> KScheduleDecision:
+                      modelled: ModelledCosts | str | None = None,
+                      runner: ModelRunnerChoice | None = None) -> KScheduleDecision:
     """K per batch size for a launch: from ``load`` where one was measured, else from ``modelled`` (the shipped
-    step costs per batch size; a string says why none fit), else the plan's K with the reason."""
+    step costs per batch size; a string says why none fit), else the plan's K with the reason. ``runner``: the
+    model runner the server will start with (unknown: taken as V1)."""
+    decision = _decide(load, max_num_seqs=max_num_seqs, version=version, method=method, plan_k=plan_k,
+                       k_given=k_given, data_parallel_size=data_parallel_size, modelled=modelled, runner=runner)
+    return decision.model_copy(update={"model_runner": runner})
+
+
+def _decide(load: LoadTest | None, *, max_num_seqs: int, version: str | None, method: str, plan_k: int,
+            k_given: bool, data_parallel_size: int, modelled: ModelledCosts | str | None,
+            runner: ModelRunnerChoice | None) -> KScheduleDecision:
+    on_v2 = runner is not None and runner.runner == "v2"
     if load is None and max_num_seqs == 1:
         return KScheduleDecision(outcome="one-sequence", k=None, schedule=None,
                                  reason="one sequence at a time (--max-num-seqs 1): one K")
@@ -227,25 +242,29 @@ def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str 
                    f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the "
                    f"result as --from-bench")
     decision = _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method,
-                                   max_k=max_k, data_parallel_size=data_parallel_size)
-    if load is None and modelled.piecewise_only and decision.outcome != "schedule":
-        return _keep_plan_k(decision, plan_k)
+                                   max_k=max_k, data_parallel_size=data_parallel_size, on_v2=on_v2)
+    if load is None and modelled.piecewise_only and (decision.outcome != "schedule" or on_v2):
+        return _keep_plan_k(decision, plan_k, on_v2)
     return decision
 
 
-def _keep_plan_k(decision: KScheduleDecision, plan_k: int) -> KScheduleDecision:
+def _keep_plan_k(decision: KScheduleDecision, plan_k: int, on_v2: bool) -> KScheduleDecision:
     """One K for a FULL-graph server, where the only per-batch-size costs came from a PIECEWISE-graph engine:
     those rank K for a schedule's engine; beside a FULL-graph one they mislead (the E2B draft at K = 3 ran
     1.66-1.81x the target alone at 1-32 sequences with FULL graphs, where its PIECEWISE costs predict at most
-    1.16x at any K; docs/gpu/README.md section 7), so the plan's own K stays."""
-    return decision.model_copy(update={"k": None, "lost": [], "reason": (
+    1.16x at any K; docs/gpu/README.md section 7), so the plan's own K stays. On Model Runner V2 a schedule keeps
+    FULL graphs too, so the same costs cannot tell whether one pays there: only a load test of the server can."""
+    v2 = (" Whether a K per batch size pays on Model Runner V2 was not measured: bench the server at several "
+          "--concurrency levels and pass --from-bench." if on_v2 else "")
+    return decision.model_copy(update={"k": None, "schedule": None, "lost": [], "outcome": (
+        "single-k" if decision.outcome == "schedule" else decision.outcome), "reason": (
         f"K = {plan_k}, the plan's own, at every batch size: the step costs per batch size were measured on an "
-        f"engine with a K schedule (PIECEWISE CUDA graphs only), which misjudges a one-K server's FULL graphs; "
-        f"what they say: {decision.reason}")})
+        f"engine with a K schedule (PIECEWISE CUDA graphs only), which misjudges a FULL-graph server; "
+        f"what they say: {decision.reason}.{v2}")})
 
 
 def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: int, version: str | None,
-                        method: str, max_k: int, data_parallel_size: int) -> KScheduleDecision:
+                        method: str, max_k: int, data_parallel_size: int, on_v2: bool) -> KScheduleDecision:
     from specdraft.bench import schedule_ranges  # here: specdraft.bench loads its HTTP client
 
     ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
@@ -261,13 +280,15 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
                                         + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
     why_not = schedule_unavailable(rule, version, method, data_parallel_size)
-    if why_not is None:
+    if why_not is None and not on_v2:
         why_not = _graphs_cost_more(levels, rule, version, max_k)
     if why_not is None:
         common["schedule"] = ranges
+        graphs = ("the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule (a schedule on V2 "
+                  "was not measured on a GPU)" if on_v2 else f"with a schedule, {rule.full_cudagraphs}")
         return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), **common,
                                  reason=f"K per batch size from {basis}: {_describe(ranges, levels, max_num_seqs)}"
-                                        f"; with a schedule, {rule.full_cudagraphs}")
+                                        f"; {graphs}")
     k, lost = single_k(levels, max_k)
     gave_up = ", ".join(f"{share:.0%} at batch size {size}" for size, share in lost if share >= 0.005) or "nothing"
     return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(

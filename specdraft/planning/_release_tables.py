@@ -143,6 +143,27 @@ class KPerBatchSizeTable(ReleaseTable[KPerBatchSizeRule]):
     """What K = 0 in a schedule still costs."""
 
 
+class ModelRunnerRule(ReleaseRule):
+    read: list[str]
+    """The releases whose source was read for this rule."""
+    default: Literal["v1", "listed", "dense", "all"]
+    """Which models vLLM serves on Model Runner V2 when ``VLLM_USE_V2_MODEL_RUNNER`` is unset (the table's
+    ``about``)."""
+    v2_methods: list[str] | None = None
+    """The speculative methods V2 runs (an allow-list release); None: see ``v1_methods``."""
+    v1_methods: list[str] = []
+    """The speculative methods V2 refuses (a deny-list release)."""
+    v1_flags: dict[str, str] = {}
+    """Serve flags that send the server to V1, with why."""
+
+    def runs_on_v2(self, method: str) -> bool:
+        return method in self.v2_methods if self.v2_methods is not None else method not in self.v1_methods
+
+
+class ModelRunnerTable(ReleaseTable[ModelRunnerRule]):
+    env: str
+
+
 def data_text(name: str) -> str:
     """The text of ``data/<name>``."""
     return resources.files("specdraft.planning").joinpath("data", name).read_text()
@@ -158,6 +179,12 @@ def async_scheduling_table() -> AsyncSchedulingTable:
 def k_per_batch_size_table() -> KPerBatchSizeTable:
     """``data/k_per_batch_size.json``."""
     return KPerBatchSizeTable.model_validate_json(data_text("k_per_batch_size.json"))
+
+
+@lru_cache(maxsize=None)
+def model_runner_table() -> ModelRunnerTable:
+    """``data/model_runner.json``."""
+    return ModelRunnerTable.model_validate_json(data_text("model_runner.json"))
 
 
 @lru_cache(maxsize=None)

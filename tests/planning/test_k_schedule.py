@@ -114,7 +114,7 @@ def test_a_release_without_a_schedule_gets_the_best_single_k_and_is_told_what_it
     assert finding.level == "info" and finding.message == decision.reason
 
 
-@pytest.mark.parametrize("version", ["0.24.0", "0.26.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.24.0", "0.26.0"])
 def test_a_schedule_whose_gain_does_not_cover_its_piecewise_graphs_is_turned_away_for_one_k(
         tmp_path, release, version):
     """On the GPU a schedule on vLLM 0.26.0's V1 runner lost to a plain fixed-K engine (FULL graphs) at every
@@ -276,15 +276,22 @@ def test_a_release_without_per_batch_k_keeps_the_plans_k_since_the_costs_came_fr
     assert "vLLM 0.23.0 takes one K for every batch size" in decision.reason and decision.lost == []
 
 
-@pytest.mark.parametrize("draft, plan_k, modelled_k", [(E2B, 3, 1), (ASSISTANT_31B, 8, 7)])
-def test_the_single_k_a_piecewise_engines_costs_pick_is_turned_away_for_the_plans_own(
-        release, draft, plan_k, modelled_k):
-    """The E2B draft's PIECEWISE costs pick K = 1 at <= 1.16x, where a FULL-graph engine ran K = 3 at 1.7x."""
+@pytest.mark.parametrize("draft, plan_k, runner, modelled", [
+    (E2B, 3, "v1", "K = 1 is the best single K"),
+    (ASSISTANT_31B, 8, "v2", "K per batch size from tune's model")])
+def test_what_a_piecewise_engines_costs_pick_is_turned_away_for_the_plans_own_k(
+        release, monkeypatch, draft, plan_k, runner, modelled):
+    """The E2B draft's PIECEWISE costs pick K = 1 at <= 1.16x, where a FULL-graph engine ran K = 3 at 1.7x. The MTP
+    assistant is served on Model Runner V2 by vLLM 0.26.0, where a schedule keeps FULL graphs: the PIECEWISE costs'
+    schedule is not emitted either (not measured on V2), and the reason says how to measure it."""
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     plan = build_launch_plan(LaunchRequest(vllm_root=release("0.26.0"), target=TARGET_31B, draft=draft,
                                            profile="h200", max_num_seqs=16))
-    assert plan.speculative.num_speculative_tokens == plan_k
-    assert f"K = {modelled_k} is the best single K" in plan.k_schedule.reason
+    assert plan.speculative.num_speculative_tokens == plan_k and plan.k_schedule.schedule is None
+    assert plan.k_schedule.model_runner.runner == runner
+    assert modelled in plan.k_schedule.reason
     assert plan.k_schedule.reason.startswith(f"K = {plan_k}, the plan's own, at every batch size")
+    assert ("pass --from-bench" in plan.k_schedule.reason) == (runner == "v2")
 
 
 def test_tensor_parallelism_says_the_costs_are_one_gpus(release):
@@ -309,3 +316,20 @@ def test_launches_the_shipped_step_costs_do_not_fit_keep_one_k_and_say_why(relea
     decision = modelled_plan(release, **request_fields)
     assert decision.outcome == "unmeasured" and decision.schedule is None
     assert why in decision.reason and "pass the result as --from-bench" in decision.reason
+
+
+def test_on_model_runner_v2_a_measured_schedule_is_kept_unless_the_environment_forces_v1(tmp_path, release,
+                                                                                          monkeypatch):
+    """vLLM 0.33.0 serves the E2B draft on Model Runner V2, which keeps FULL graphs with a schedule: the +12% the
+    load test predicts is not weighed against V1's PIECEWISE graphs. VLLM_USE_V2_MODEL_RUNNER=0 in launch's
+    environment sends the server to V1, and the schedule is turned away again."""
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.33.0"), max_num_seqs=16,
+                            from_bench=load_test(tmp_path, speedups=MILD))
+    decision = build_launch_plan(request).k_schedule
+    assert decision.model_runner.runner == "v2" and decision.outcome == "schedule"
+    assert decision.schedule[0][2] == 5 and "keeps FULL CUDA graphs" in decision.reason
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
+    forced = build_launch_plan(request).k_schedule
+    assert forced.model_runner.runner == "v1" and "VLLM_USE_V2_MODEL_RUNNER=0" in forced.model_runner.reason
+    assert forced.outcome == "single-k" and forced.reason.startswith("a schedule makes vLLM 0.33.0's V1 model runner")

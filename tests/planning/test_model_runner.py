@@ -1,0 +1,96 @@
+"""Which model runner vLLM serves a plan with: the shipped table against the real release sources, and the
+choice for a target, a method and an environment."""
+
+import ast
+import json
+from importlib import resources
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from specdraft.planning._model_runner import model_runner
+from tests.planning.conftest import RELEASES, assert_every_release_read_once
+
+TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "model_runner.json").read_text())
+
+
+def _rule(version: str) -> dict:
+    return next(rule for rule in TABLE["rules"] if Version(version) in SpecifierSet(rule["versions"]))
+
+
+def _method(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    config = next(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == "VllmConfig")
+    return next((node for node in config.body if isinstance(node, ast.FunctionDef) and node.name == name), None)
+
+
+def _speculative_method_test(unsupported: ast.FunctionDef) -> ast.Compare:
+    """The comparison whose branch reports "speculative method '...'" as unsupported."""
+    return next(node.test for node in ast.walk(unsupported) if isinstance(node, ast.If)
+                and any("speculative method" in ast.unparse(statement) for statement in node.body
+                        if not isinstance(statement, ast.If)))
+
+
+def test_table_covers_every_release_from_0_19_to_0_33_once():
+    assert_every_release_read_once(TABLE["rules"])
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_each_release_picks_its_runner_as_the_table_says(release, version):
+    tree, rule = release(version), _rule(version)
+    envs = (tree / "vllm" / "envs.py").read_text()
+    if rule["default"] == "v1":
+        assert 'os.getenv("VLLM_USE_V2_MODEL_RUNNER", "0")' in envs  # V2 only when asked for
+        return
+    assert 'os.getenv("VLLM_USE_V2_MODEL_RUNNER", None)' in envs  # unset: vLLM decides
+    config = ast.parse((tree / "vllm" / "config" / "vllm.py").read_text())
+    use_v2 = ast.unparse(_method(config, "use_v2_model_runner"))
+    default_check = _method(config, "_is_default_v2_model_runner_model")
+    if rule["default"] == "all":
+        assert "_is_default_v2_model_runner_model()" not in use_v2
+    else:
+        assert "_is_default_v2_model_runner_model()" in use_v2
+        dense = "not model_config.is_moe" in ast.unparse(default_check)
+        assert dense == (rule["default"] == "dense")
+    unsupported = _method(config, "_get_v2_model_runner_unsupported_features")
+    test = _speculative_method_test(unsupported)
+    methods = sorted(ast.literal_eval(test.comparators[0]))
+    if isinstance(test.ops[0], ast.NotIn):
+        assert sorted(rule["v2_methods"]) == methods and "v1_methods" not in rule
+    else:
+        assert isinstance(test.ops[0], ast.In)
+        assert sorted(rule["v1_methods"]) == methods and "v2_methods" not in rule
+    assert ("reasoning budget enforcement" in ast.unparse(unsupported)) == ("--reasoning-parser" in rule.get("v1_flags",
+                                                                                                            {}))
+
+
+def _choice(version, method="mtp", moe=False, args=(), env=None):
+    return model_runner(version, method=method, target_is_moe=moe, serve_args=list(args), env=env or {})
+
+
+def test_a_dense_target_with_a_v2_method_is_served_on_v2_where_the_release_defaults_to_it():
+    assert _choice("0.26.0").runner == "v2"
+    assert _choice("0.29.0", moe=True).runner == "v2"  # from 0.29.0 every model
+    assert _choice("0.33.0", method="draft_model").runner == "v2"
+
+
+@pytest.mark.parametrize("version, fields, why", [
+    ("0.21.0", {}, "serves V1 unless VLLM_USE_V2_MODEL_RUNNER=1"),
+    ("0.24.0", {}, "only for a few listed architectures"),
+    ("0.26.0", {"moe": True}, "not a mixture of experts"),
+    ("0.26.0", {"method": "draft_model"}, "does not run method draft_model"),
+    ("0.30.0", {"method": "draft_model"}, "does not run method draft_model"),
+    ("0.33.0", {"method": "suffix"}, "does not run method suffix"),
+    ("0.22.0", {"args": ["--reasoning-parser"]}, "falls back to V1 with --reasoning-parser"),
+    ("0.33.0", {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}}, "VLLM_USE_V2_MODEL_RUNNER=0 in launch's environment"),
+])
+def test_what_sends_the_server_to_v1(version, fields, why):
+    choice = _choice(version, **fields)
+    assert choice.runner == "v1" and why in choice.reason
+
+
+def test_the_environment_can_force_v2_and_an_unknown_release_is_said_so():
+    assert _choice("0.19.0", env={"VLLM_USE_V2_MODEL_RUNNER": "1"}).runner == "v2"
+    assert _choice("0.22.0").runner == "v2"  # without the reasoning parser
+    unknown = _choice("0.40.0")
+    assert unknown.runner is None and "not in specdraft's model runner table" in unknown.reason
