@@ -124,8 +124,8 @@ def cli_metadata_finding(vllm: VllmFacts, nodes: int) -> Finding | None:
 
 
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
-    """The parallel sizes, async scheduling left to vLLM, K per batch size, the memory verdict, and weights the
-    memory plan could not count."""
+    """The parallel sizes, async scheduling left to vLLM, K per batch size, the model runner the server starts on,
+    the memory verdict, and weights the memory plan could not count."""
     findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
     cli = cli_metadata_finding(facts.vllm, decided.parallel.topology.nodes)
     findings += [cli] if cli else []
@@ -136,6 +136,11 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     if schedule.outcome in _K_SCHEDULE_FINDING:
         findings.append(Finding(level=_K_SCHEDULE_FINDING[schedule.outcome], check="k-per-batch-size",
                                 message=schedule.reason))
+    runner = schedule.model_runner
+    if runner is not None and runner.runner is not None:
+        name = "Model Runner V2" if runner.runner == "v2" else "the V1 model runner"
+        findings.append(Finding(level="info", check="model-runner",
+                                message=f"the server starts on {name}: {runner.reason}"))
     memory = decided.memory
     findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
     unweighed = [c.ref for c in (facts.target, facts.draft) if c is not None and c.is_known and c.weight_bytes is None]

@@ -94,3 +94,16 @@ def test_the_environment_can_force_v2_and_an_unknown_release_is_said_so():
     assert _choice("0.22.0").runner == "v2"  # without the reasoning parser
     unknown = _choice("0.40.0")
     assert unknown.runner is None and "not in specdraft's model runner table" in unknown.reason
+
+
+@pytest.mark.parametrize("draft, runner, why", [
+    ("google/gemma-4-31B-it-assistant", "Model Runner V2", "serves V2 by default for this target and method mtp"),
+    ("google/gemma-4-E2B-it", "the V1 model runner", "Model Runner V2 does not run method draft_model")])
+def test_the_plan_says_which_runner_its_server_starts_on(release, monkeypatch, draft, runner, why):
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft=draft, vllm_root=release("0.26.0")))
+    finding = {f.check: f for f in plan.findings}["model-runner"]
+    assert finding.level == "info" and finding.message.startswith(f"the server starts on {runner}: ")
+    assert why in finding.message
