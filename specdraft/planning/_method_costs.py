@@ -36,7 +36,6 @@ TARGET_STEPS_MS: dict[tuple[str, Shape], tuple[float, str]] = {
     ("h200", "26b"): (4.031, "docs/gpu/README.md 6, m0 of raw/issue17_h200"),
 }
 """The target alone's decode step per (GPU profile, shape): the unit host times are converted with."""
-TARGET_STEP_MS = TARGET_STEPS_MS["h100", "31b"][0]
 _NGRAM_GPU_STEP_MS = 28.3
 """ngram_gpu's measured step at K = 3 (docs/gpu/README.md 5.2, first lease) ..."""
 _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47

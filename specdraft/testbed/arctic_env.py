@@ -39,7 +39,8 @@ BUILD_REQUIREMENTS = ("nanobind==2.9.2", "cmake", "ninja", "grpcio-tools", "prot
 def arctic_wheel(shared_python: Path, progress: Progress = print) -> Path:
     """The cached Arctic Inference wheel for ``shared_python``'s Python version, built first if missing (with any
     Python of that version: the GPU machine's wheel is built here, where the package index is)."""
-    tag = "cp{}{}".format(*_python_version(shared_python))
+    version = _python_version(shared_python)
+    tag = "cp{}{}".format(*version)
     folder = cache_root() / "wheels" / f"arctic-inference-{ARCTIC_INFERENCE_VERSION}-{tag}"
     found = sorted(folder.glob("arctic_inference-*.whl"))
     if found:
@@ -63,18 +64,18 @@ def arctic_wheel(shared_python: Path, progress: Progress = print) -> Path:
     _run([str(shared_python), "-m", "pip", "wheel", "--disable-pip-version-check", "--no-build-isolation",
           "--no-deps", "-w", str(build / "out"), str(sdist)], log, env=env)
     built = next((build / "out").glob("arctic_inference-*.whl"))
-    check_extension(built, shared_python, log)
+    check_extension(built, version, log)
     wheel = built.rename(folder / built.name)
     shutil.rmtree(build)  # the build requirements (cmake, grpcio-tools) are not needed again
     return wheel
 
 
-def check_extension(wheel: Path, python: Path, log: Path) -> None:
-    """Refuse a wheel whose suffix tree extension was compiled for another Python than ``python``'s."""
-    extension = "_C.cpython-{}{}-".format(*_python_version(python))
+def check_extension(wheel: Path, version: tuple[int, int], log: Path) -> None:
+    """Refuse a wheel whose suffix tree extension was compiled for another Python than ``version``."""
+    extension = "_C.cpython-{}{}-".format(*version)
     if not any(extension in name for name in zipfile.ZipFile(wheel).namelist()):
-        raise UserError(f"{wheel.name} holds no suffix tree extension for {python} ({extension}*.so)",
-                        hint=f"read {log}")
+        raise UserError(f"{wheel.name} holds no suffix tree extension for Python {version[0]}.{version[1]} "
+                        f"({extension}*.so)", hint=f"read {log}")
 
 
 def arctic_vllm_cpu_env(progress: Progress = print) -> Path:
@@ -92,7 +93,7 @@ def arctic_vllm_cpu_env(progress: Progress = print) -> Path:
             if site is None:
                 raise UserError(f"{dest} has no site-packages after creating it", hint=f"rm -rf {dest} and run again")
             _run([str(shared), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps",
-                        "--target", str(site), str(wheel)], dest / "specdraft-install.log")
+                  "--target", str(site), str(wheel)], dest / "specdraft-install.log")
     return dest / "bin" / "python"
 
 
