@@ -71,6 +71,9 @@ class Trait(_Words):
     MOE_PER_EXPERT_WEIGHTS = "moe-per-expert-weights"
     """The target is a mixture-of-experts model whose checkpoint stores each expert's weights apart
     (``experts.{id}.``), not fused."""
+    K_SCHEDULE_ON_MODEL_RUNNER_V2 = "k-schedule-on-model-runner-v2"
+    """The server passes a K schedule (``num_speculative_tokens_per_batch_size``) and starts on Model Runner V2,
+    which captures CUDA graphs for each K of the schedule."""
 
 
 @dataclass(frozen=True)
