@@ -135,11 +135,13 @@ def main(argv: list[str]) -> int:
                    help="the l0/lm/lx/ld jobs (any number of files, lanes and machines): the schedule against every fixed K "
                         "(load_schedule.py)")
     p.add_argument("--png", action="store_true", help="with --schedule-report: also the plot")
+    p.add_argument("--runner", choices=("v1", "v2"), default="v1",
+                   help="with --schedule-report: the model runner whose speculative rows are compared")
     args = p.parse_args(argv)
     if args.schedule_report:
         from load_schedule import schedule_report  # beside this script
 
-        schedule_report(args.results, args.out, args.png)
+        schedule_report(args.results, args.out, args.png, args.runner)
         return 0
     target, spec = collect(args.results)
     rows = table(target, spec)

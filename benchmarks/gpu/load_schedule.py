@@ -35,8 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import load  # noqa: E402  (beside this script)
 
 
-LOAD_JOBS = ("l0", "lm", "ld", "lx")
+LOAD_JOBS = ("l0", "lm", "ld", "lx", "lv")
 """The load jobs' tag prefixes (``lm85``: the ``lm`` job at alpha 0.85); rows of other jobs in a file are left out."""
+
+RUNNERS = ("v1", "v2")
+"""A report covers the speculative rows of one model runner: on V1 (vLLM 0.26.0) a schedule brings PIECEWISE CUDA
+graphs, on V2 it keeps FULL ones, so the two are never pooled. The target-alone rows (V1) serve both."""
 
 
 def requests(row: dict) -> list[float]:
@@ -66,9 +70,10 @@ def variant(row: dict) -> str:
     return f"K={row['k']} plain engine"
 
 
-def _load_rows(rows: list[dict]) -> list[dict]:
+def _load_rows(rows: list[dict], runner: str = "v1") -> list[dict]:
     return [dict(r, run=r.get("run", r["tag"])) for r in rows
-            if "error" not in r and str(r.get("tag", "")).startswith(LOAD_JOBS)]
+            if "error" not in r and str(r.get("tag", "")).startswith(LOAD_JOBS)
+            and (r.get("method") is None or bool(r.get("v2_model_runner")) == (runner == "v2"))]
 
 
 def _targets_by_run(rows: list[dict]) -> dict[str, dict]:
@@ -80,11 +85,11 @@ def _targets_by_run(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def prepare(rows: list[dict]) -> tuple[dict, list[dict]]:
+def prepare(rows: list[dict], runner: str = "v1") -> tuple[dict, list[dict]]:
     """The target alone per level (the first run that has one), and the speculative paths with their spread:
     one entry per method, path, alpha and level, pooling the runs that measured it (``runs``: each one's median;
     ``members``: its rows). A fixed K = 0 does not depend on acceptance: pooled over every alpha (alpha None)."""
-    rows = _load_rows(rows)
+    rows = _load_rows(rows, runner)
     targets = _targets_by_run(rows)
     first = next(iter(targets.values()), {})
     target = {level: dict(r, **spread(requests(r))) for level, r in first.items()}
@@ -208,7 +213,7 @@ def _cell(v: dict | None) -> str:
     return f"{v['median']:.0f} ({v['min']:.0f}-{v['max']:.0f}){k}"
 
 
-def plot(result: dict, target: dict, path: str) -> None:
+def plot(result: dict, target: dict, path: str, runner: str = "v1") -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -235,7 +240,8 @@ def plot(result: dict, target: dict, path: str) -> None:
         ax.set_title(key, fontsize=9)
         ax.legend(fontsize=6)
     gpu = next(iter(target.values()))["gpu"]
-    fig.suptitle(f"31B-shaped target, {gpu}, vLLM 0.26.0: K per batch size vs fixed K (bars: range over requests and runs)", fontsize=10)
+    fig.suptitle(f"31B-shaped target, {gpu}, vLLM 0.26.0, {'Model Runner V2' if runner == 'v2' else 'V1 runner'}: "
+                 "K per batch size vs fixed K (bars: range over requests and runs)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
 
@@ -246,10 +252,11 @@ def run_label(path: str, tag: str) -> str:
     return f"{tag} ({os.path.basename(folder)}/{name.split('.')[0]})"
 
 
-def schedule_report(results: list[str], out: str, png: bool) -> None:
-    """Print the tables and checks of the runs in ``results``; write OUTDIR/load_31b.schedule.json (and the plot)."""
+def schedule_report(results: list[str], out: str, png: bool, runner: str = "v1") -> None:
+    """Print the tables and checks of ``runner``'s runs in ``results``; write OUTDIR/load_31b.schedule.json (V2:
+    load_31b.v2.schedule.json) and the plot."""
     rows = [dict(r, run=run_label(path, r.get("tag", ""))) for path in results for r in load(path)]
-    target, spec = prepare(rows)
+    target, spec = prepare(rows, runner)
     result = compare(target, spec)
     checks = {"target_from": next(iter(target.values()))["run"] if target else None,
               "target_elsewhere": target_elsewhere(rows), "cross_check": cross_check(spec),
@@ -257,7 +264,8 @@ def schedule_report(results: list[str], out: str, png: bool) -> None:
     print_tables(result)
     print("\n" + json.dumps(checks, indent=1))
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "load_31b.schedule.json"), "w") as f:
-        json.dump({"results": results, "levels": result, **checks}, f, indent=1)
+    name = "load_31b.schedule" if runner == "v1" else f"load_31b.{runner}.schedule"
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump({"results": results, "runner": runner, "levels": result, **checks}, f, indent=1)
     if png:
-        plot(result, target, os.path.join(out, "load_31b.schedule.png"))
+        plot(result, target, os.path.join(out, f"{name}.png"), runner)

@@ -49,6 +49,8 @@ class PairFacts(BaseModel):
     checkpoint_template: CheckpointComparison | None = None
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
+    k_schedule_on_v2: bool = False
+    """Whether the plan passes a K schedule to a server that starts on Model Runner V2."""
     """The GPU's, from the profile; quantization kernels depend on it."""
     profile: str | None = None
     """The GPU profile the plan is for (what was measured depends on it)."""
@@ -456,7 +458,8 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
     traits = pairing_traits(hybrid_kv_cache_manager_off=facts.hybrid_kv_cache_manager_disabled,
                             method=resolved_method(facts.speculative, draft),
-                            moe_per_expert_weights=stores_experts_apart(facts.target))
+                            moe_per_expert_weights=stores_experts_apart(facts.target),
+                            k_schedule_on_v2=facts.k_schedule_on_v2)
     findings.append(check_hotfixes(traits, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))

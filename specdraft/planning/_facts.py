@@ -78,8 +78,9 @@ def _inspect_draft(request: LaunchRequest) -> Checkpoint | None:
 
 
 def gather_facts(request: LaunchRequest) -> LaunchFacts:
-    """Read the checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix, or
-    where ``--method auto`` has yet to choose), then rank the methods when asked to."""
+    """Read the checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix, where
+    ``--method auto`` has yet to choose, or where a K schedule, decided later, may need one), then rank the methods
+    when asked to."""
     target = inspect_checkpoint(request.target, revision=request.revision)
     draft = _inspect_draft(request)
     load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
@@ -87,7 +88,8 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
         traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
                                 or HYBRID_FLAG in request.extra_args,
                                 method=choose_method(request, draft)[0] or "draft_model",
-                                moe_per_expert_weights=stores_experts_apart(target))
+                                moe_per_expert_weights=stores_experts_apart(target),
+                                k_schedule_on_v2=request.max_num_seqs > 1)
         vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
         return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)

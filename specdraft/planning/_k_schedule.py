@@ -28,12 +28,18 @@ from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_si
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
 MAX_K = 8
 """The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
-PIECEWISE_SPEED = 0.69
+PIECEWISE_SPEED = 0.73
 """What is left of a FULL-graph engine's aggregate speed at the same K once a schedule makes the V1 model runner
 capture PIECEWISE CUDA graphs only: the 31B-shaped target's MTP assistant at K = 8 on an H200, vLLM 0.26.0, the
-schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-32 sequences (0.55-1.05 per level;
-docs/gpu/README.md section 7, ``docs/gpu/load_31b.schedule.json``). Measured for that path and release only; taken
-for every release whose V1 runner does the same, since no other was measured."""
+schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-32 sequences at acceptance 0.85 and
+0.70 (0.55-1.05 per level; docs/gpu/README.md section 7.1, ``docs/gpu/load_31b.schedule.json``). Measured for that
+path and release only; taken for every release whose V1 runner does the same, since no other was measured."""
+V2_BELOW_LARGEST_K_SPEED = 0.84
+"""On Model Runner V2 a schedule keeps FULL CUDA graphs, but a K below the schedule's largest runs slower than a
+plain engine of that K: what is left of the plain engine's aggregate speed, the same 31B-shaped MTP pair, H200,
+vLLM 0.26.0 with the v2-schedule-drafter-graphs hotfix, K = 3 and 5 through a K = 8 schedule engine over plain
+K = 3 and 5 engines, geometric mean over 1-32 sequences at acceptance 0.85 and 0.70 (0.49-1.02 per level; K = 8
+itself: 0.98; docs/gpu/README.md section 7.3, ``docs/gpu/load_31b.v2.schedule.json``)."""
 
 
 class MeasuredLevel(BaseModel):
@@ -105,6 +111,12 @@ class KScheduleDecision(BaseModel):
     model_runner: ModelRunnerChoice | None = None
     """The runner the server will start with: V1 captures PIECEWISE CUDA graphs only with a schedule, V2 keeps
     FULL ones."""
+
+    @property
+    def schedule_on_v2(self) -> bool:
+        """Whether the server passes a schedule to Model Runner V2 (whose graph capture needs a hotfix in
+        0.25.0-0.31.x)."""
+        return self.schedule is not None and self.model_runner is not None and self.model_runner.runner == "v2"
 
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
@@ -254,8 +266,10 @@ def _keep_plan_k(decision: KScheduleDecision, plan_k: int, on_v2: bool) -> KSche
     1.66-1.81x the target alone at 1-32 sequences with FULL graphs, where its PIECEWISE costs predict at most
     1.16x at any K; docs/gpu/README.md section 7), so the plan's own K stays. On Model Runner V2 a schedule keeps
     FULL graphs too, so the same costs cannot tell whether one pays there: only a load test of the server can."""
-    v2 = (" Whether a K per batch size pays on Model Runner V2 was not measured: bench the server at several "
-          "--concurrency levels and pass --from-bench." if on_v2 else "")
+    v2 = (" On Model Runner V2 (FULL graphs with a schedule) a measured schedule ran within -8% / +14% of a plain "
+          "K = 8 engine at 1-32 sequences (31B MTP assistant, vLLM 0.26.0, H200): whether one pays for this server, "
+          "only its own load test can tell: bench it at several --concurrency levels and pass --from-bench."
+          if on_v2 else "")
     return decision.model_copy(update={"k": None, "schedule": None, "lost": [], "outcome": (
         "single-k" if decision.outcome == "schedule" else decision.outcome), "reason": (
         f"K = {plan_k}, the plan's own, at every batch size: the step costs per batch size were measured on an "
@@ -280,12 +294,14 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
                                         + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
     why_not = schedule_unavailable(rule, version, method, data_parallel_size)
-    if why_not is None and not on_v2:
-        why_not = _graphs_cost_more(levels, rule, version, max_k)
+    if why_not is None:
+        why_not = _below_largest_k_costs_more(levels, max_k) if on_v2 else _graphs_cost_more(levels, rule, version,
+                                                                                              max_k)
     if why_not is None:
         common["schedule"] = ranges
-        graphs = ("the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule (a schedule on V2 "
-                  "was not measured on a GPU)" if on_v2 else f"with a schedule, {rule.full_cudagraphs}")
+        graphs = ("the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule; its K below the "
+                  f"largest run at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain engine's speed, which the gain covers"
+                  if on_v2 else f"with a schedule, {rule.full_cudagraphs}")
         return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), **common,
                                  reason=f"K per batch size from {basis}: {_describe(ranges, levels, max_num_seqs)}"
                                         f"; {graphs}")
@@ -312,6 +328,25 @@ def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, versio
             f"{PIECEWISE_SPEED:.0%} of a FULL-graph engine's speed at the same K (measured: 31B MTP assistant, "
             f"vLLM 0.26.0, H200); the schedule's predicted gain over one K ({gain - 1:+.0%}, geometric mean over the "
             f"batch sizes) does not cover that")
+
+
+def _below_largest_k_costs_more(levels: list[LevelChoice], max_k: int) -> str | None:
+    """Why a schedule on Model Runner V2 would run slower than one K (None: it pays): each batch size whose K is
+    below the schedule's largest keeps ``V2_BELOW_LARGEST_K_SPEED`` of its predicted speed (measured on vLLM
+    0.26.0: a schedule there ran within -8% / +14% of a plain K = 8 engine at 1-32 sequences, never clearly ahead)."""
+    k, _ = single_k(levels, max_k)
+    largest = max(level.best_k for level in levels)
+
+    def scheduled(level: LevelChoice) -> float:
+        speed = level.speedup_at(level.best_k)
+        return speed if level.best_k == largest else speed * V2_BELOW_LARGEST_K_SPEED
+
+    gain = math.exp(sum(math.log(scheduled(level) / level.speedup_at(k)) for level in levels) / len(levels))
+    if gain > 1.0:
+        return None
+    return (f"on Model Runner V2 a schedule's K below its largest ran at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain "
+            f"engine of that K (measured: 31B MTP assistant, vLLM 0.26.0, H200); with that, the schedule's predicted "
+            f"speed is {gain - 1:+.0%} against one K (geometric mean over the batch sizes)")
 
 
 def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:

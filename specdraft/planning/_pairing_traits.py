@@ -9,10 +9,13 @@ from specdraft.patching import CatalogEntry, Trait, needed_hotfixes
 
 
 def pairing_traits(*, hybrid_kv_cache_manager_off: bool, method: str,
-                   moe_per_expert_weights: bool = False) -> frozenset[Trait]:
+                   moe_per_expert_weights: bool = False, k_schedule_on_v2: bool = False) -> frozenset[Trait]:
     """The traits of a pairing that runs ``method`` (the one vLLM resolves), with or without the hybrid manager,
-    whose target may be a mixture-of-experts checkpoint storing its experts apart."""
+    whose target may be a mixture-of-experts checkpoint storing its experts apart, and whose server may pass a K
+    schedule on Model Runner V2 (``k_schedule_on_v2``)."""
     traits = set()
+    if k_schedule_on_v2:
+        traits.add(Trait.K_SCHEDULE_ON_MODEL_RUNNER_V2)
     if moe_per_expert_weights:
         traits.add(Trait.MOE_PER_EXPERT_WEIGHTS)
     if hybrid_kv_cache_manager_off:

@@ -20,6 +20,7 @@ from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
+from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._nodes import CHAT_TEMPLATE_FLAG, NodeCommand, ShippedTemplate, node_commands
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._parallelism import ParallelPlan
@@ -115,6 +116,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
         compute_capability=PROFILES[facts.request.profile].compute_capability, profile=facts.request.profile,
+        k_schedule_on_v2=decided.k_schedule.schedule_on_v2,
     )
 
 
@@ -124,7 +126,9 @@ def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serv
     container specdraft runs as ``python3 -m specdraft`` and always patches the image's fresh vLLM."""
     request = facts.request
     needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
-                                            method=decided.speculative.resolved_method))
+                                            method=decided.speculative.resolved_method,
+                                            moe_per_expert_weights=stores_experts_apart(facts.target),
+                                            k_schedule_on_v2=pair.k_schedule_on_v2))
     mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
     flag = serve.flag(CHAT_TEMPLATE_FLAG)
     template = (ShippedTemplate(planned_path=flag.value, text=decided.template.source)

@@ -62,17 +62,46 @@ def test_the_report_runs_from_the_command_line(tmp_path):
     assert json.loads((tmp_path / "load_31b.schedule.json").read_text())["lookup_mismatches"] == []
 
 
-def test_launchs_piecewise_speed_is_the_committed_cross_check():
-    """launch's PIECEWISE_SPEED is the geometric mean of the GPU cross-check (schedule engine's fixed K = 8 over a
-    plain K = 8 engine, 1-32 sequences) in docs/gpu/load_31b.schedule.json."""
+def _geometric_mean(values: list[float]) -> float:
     import math
 
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def test_launchs_piecewise_speed_is_the_committed_cross_check():
+    """launch's PIECEWISE_SPEED is the geometric mean of the GPU cross-check (schedule engine's fixed K = 8 over a
+    plain K = 8 engine, 1-32 sequences, acceptance 0.85 and 0.70) in docs/gpu/load_31b.schedule.json."""
     from specdraft.planning._k_schedule import PIECEWISE_SPEED
 
     report = json.loads((REPO / "docs/gpu/load_31b.schedule.json").read_text())
     ratios = [c["lookup_over_plain"] for c in report["cross_check"] if isinstance(c["concurrency"], int)]
-    assert len(ratios) == 6
-    assert round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 2) == PIECEWISE_SPEED
+    assert len(ratios) == 12 and {c["alpha"] for c in report["cross_check"]} == {0.85, 0.7}
+    assert round(_geometric_mean(ratios), 2) == PIECEWISE_SPEED
+
+
+def test_launchs_v2_speed_below_the_largest_k_is_the_committed_cross_check():
+    """launch's V2_BELOW_LARGEST_K_SPEED is the geometric mean of the Model Runner V2 cross-check (K = 3 and 5
+    through a K = 8 schedule engine over plain K = 3 and 5 engines, FULL graphs both, 1-32 sequences, both
+    acceptances) in docs/gpu/load_31b.v2.schedule.json; the largest K itself runs like a plain engine."""
+    from specdraft.planning._k_schedule import V2_BELOW_LARGEST_K_SPEED
+
+    report = json.loads((REPO / "docs/gpu/load_31b.v2.schedule.json").read_text())
+    assert report["runner"] == "v2"
+    levels = [c for c in report["cross_check"] if isinstance(c["concurrency"], int)]
+    assert all(mode == ["FULL_AND_PIECEWISE"] * 2 for mode in (c["cudagraph_mode"] for c in levels))
+    below = [c["lookup_over_plain"] for c in levels if c["k"] < 8]
+    assert len(below) == 24
+    assert round(_geometric_mean(below), 2) == V2_BELOW_LARGEST_K_SPEED
+    assert _geometric_mean([c["lookup_over_plain"] for c in levels if c["k"] == 8]) > 0.95
+
+
+def test_a_report_for_one_runner_leaves_the_other_runners_speculative_rows_out(rows, tmp_path):
+    """V1 and V2 rows of one job are never pooled: the V2 report of V1 rows keeps only the target alone."""
+    on_v2 = [dict(r, v2_model_runner=True) if r.get("method") else r for r in rows]
+    target, spec = load_schedule.prepare(rows + on_v2, "v2")
+    assert spec and all(m["v2_model_runner"] for entry in spec for m in entry["members"])
+    assert target == load_schedule.prepare(rows, "v1")[0]
+    assert load_schedule.prepare(rows, "v2")[1] == []
 
 
 def test_runs_of_one_job_under_other_tags_and_files_are_pooled(rows, tmp_path):
