@@ -23,9 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import load  # noqa: E402  (beside this script)
 
 
-TARGET_TAGS, SPEC_TAGS = ("c0", "l0"), ("cd", "cm", "lm", "ld")
-"""Target alone; speculative engines (one fixed K each, or a schedule engine whose K lookup sweep.py overwrote).
-The plain cross-check engine (``lx*``) is left out: its FULL CUDA graphs are not what a schedule runs with."""
+TARGET_TAGS, SPEC_TAGS, PLAIN_TAGS = ("c0", "l0"), ("cd", "cm", "lm", "ld"), ("lx", "lv")
+"""Target alone; speculative engines (one fixed K each, or a schedule engine whose K lookup sweep.py overwrote);
+the plain engines of the schedule report (``lx*`` on V1, ``lvx*`` on Model Runner V2: one K, FULL CUDA graphs),
+whose steps ship apart: a schedule engine's are PIECEWISE on V1."""
 
 
 def collect(paths: list[str]) -> tuple[dict, list[dict]]:
@@ -39,6 +40,12 @@ def collect(paths: list[str]) -> tuple[dict, list[dict]]:
     # the lookup's K): its step is no K's, so it stays out of the table and the step costs
     return target, [r for r in rows if r["tag"] not in TARGET_TAGS
                     and r.get("drafted_tokens_per_draft", float(r["k"])) in (None, float(r["k"]))]
+
+
+def collect_plain(paths: list[str]) -> list[dict]:
+    """The plain one-K engines' rows (no K lookup), at every integer level."""
+    return [r for p in paths for r in load(p) if "error" not in r and isinstance(r["concurrency"], int)
+            and r["tag"][:2] in PLAIN_TAGS and r.get("k_mode") is None and r.get("method")]
 
 
 def path_name(r: dict) -> str:
@@ -97,11 +104,11 @@ TARGET_SHAPE = {"hidden_size": 5376, "num_hidden_layers": 60}
 """benchmarks/gpu/configs/target31b: the 31B-shaped target the rows were measured with."""
 
 
-def step_cost_entries(target: dict, spec: list[dict], source: str) -> dict:
+def step_cost_entries(target: dict, spec: list[dict], source: str, suffix: str = "") -> dict:
     """Per path: the target's step and the speculative engine's step at each measured K, per batch size.
 
     A K measured at several acceptance levels (or twice) gets the mean of its step times: the step's work does
-    not depend on how much of the draft is accepted."""
+    not depend on how much of the draft is accepted. ``suffix`` tells the plain engines' entries apart."""
     entries = {}
     for method, facts in PATH_FACTS.items():
         rows = [r for r in spec if r["method"] == method and isinstance(r["concurrency"], int) and r["k"]]
@@ -115,10 +122,11 @@ def step_cost_entries(target: dict, spec: list[dict], source: str) -> dict:
                                                    if r["concurrency"] == n and r["k"] == k), 3) for k in ks}
             if steps:
                 levels.append({"batch_size": n, "target_step_ms": target[n]["step_ms"], "step_ms": steps})
-        name = f"vllm{'.'.join(vllm.split('.')[:2])}-{facts['key']}-{gpu.split()[-1].lower()}"
+        name = f"vllm{'.'.join(vllm.split('.')[:2])}-{facts['key']}-{gpu.split()[-1].lower()}{suffix}"
         entries[name] = {"method": method, "vllm": vllm, "gpu": gpu, "target": "31B-shaped, bf16",
                          "target_shape": TARGET_SHAPE, "drafter": facts["drafter"],
                          "cudagraph_mode": sorted({r["cudagraph_mode"] for r in rows}),
+                         "model_runner": sorted({"v2" if r.get("v2_model_runner") else "v1" for r in rows}),
                          "source": source, "levels": levels}
     return entries
 
@@ -164,7 +172,9 @@ def main(argv: list[str]) -> int:
     with open(os.path.join(args.out, "load_31b.json"), "w") as f:
         json.dump({"rows": rows, "step_costs": steps}, f, indent=1)
     if args.costs_out:
-        entries = step_cost_entries(target, spec, f"{args.costs_source}; raw rows: {', '.join(args.results)}")
+        source = f"{args.costs_source}; raw rows: {', '.join(args.results)}"
+        entries = {**step_cost_entries(target, spec, source),
+                   **step_cost_entries(target, collect_plain(args.results), source, suffix="-full")}
         with open(args.costs_out, "w") as f:
             json.dump({"_about": COSTS_ABOUT, **entries}, f, indent=1)
             f.write("\n")

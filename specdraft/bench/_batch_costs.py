@@ -43,6 +43,8 @@ class BatchStepCosts(BaseModel):
     """The target config's text fields the rows were measured with (a launch's target must have the same)."""
     drafter: str
     cudagraph_mode: list[str]
+    model_runner: list[str] = ["v1"]
+    """The runners the engines ran on (``v1``, ``v2``): a one-K engine keeps FULL CUDA graphs on both."""
     source: str
     levels: tuple[BatchLevel, ...]
 

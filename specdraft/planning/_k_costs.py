@@ -47,7 +47,9 @@ def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, para
                and all(text.get(field) == value for field, value in entry.target_shape.items())]
     if not entries:
         return f"no step costs per batch size were measured for {method} beside a target of this shape"
-    entry = entries[0]
+    # A plain one-K engine's costs (FULL CUDA graphs) describe the server launch plans, and a schedule once
+    # discounted for what it costs on either runner; a schedule engine's (PIECEWISE on V1) only the latter.
+    entry = min(entries, key=lambda entry: entry.cudagraph_mode == ["PIECEWISE"])
     acceptance, acceptance_basis = acceptance_for(method, thinking, positions)
     caveats = [] if profile in entry.gpu.lower() else [f"taken for the {profile.upper()}"]
     tp, pp = parallel

@@ -239,15 +239,18 @@ def modelled_plan(release, version="0.26.0", **request):
     return build_launch_plan(LaunchRequest(vllm_root=release(version), **{**fields, **request})).k_schedule
 
 
-@pytest.mark.parametrize("draft, costs", [(ASSISTANT_31B, "vllm0.26-mtp-31b-assistant-h200"),
-                                         (E2B, "vllm0.26-draft_model-e2b-async-h200")])
-def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k_on_piecewise_releases(
-        release, draft, costs):
-    """Each batch size's K is tune's pick from the shipped step costs; on 0.26.0's V1 runner the schedule's
-    predicted gain over one K is a few per cent, less than its PIECEWISE graphs cost, so one K is served."""
+@pytest.mark.parametrize("draft, costs, turned_away", [
+    (ASSISTANT_31B, "vllm0.26-mtp-31b-assistant-h200-full", "on Model Runner V2 a schedule's K below its largest"),
+    (E2B, "vllm0.26-draft_model-e2b-async-h200", "PIECEWISE CUDA graphs only")])
+def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k(release, monkeypatch, draft, costs,
+                                                                             turned_away):
+    """Each batch size's K is tune's pick from the shipped step costs; vLLM 0.26.0 serves the MTP assistant on
+    Model Runner V2 and the E2B draft on V1, and on neither does the schedule's predicted gain over one K cover
+    what a schedule costs there, so one K is served."""
     from specdraft.bench import best_k_per_batch_size, known_batch_step_cost
     from specdraft.planning._method_costs import acceptance_for
 
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     decision = modelled_plan(release, draft=draft)
     assert decision.levels_from.startswith("tune's model with the step costs")
     assert costs in decision.reason and "docs/gpu/README.md section 7" in decision.reason
@@ -258,7 +261,20 @@ def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k_on_p
                                                                                 for c in expected]
     assert len({c.best_k for c in expected}) > 1  # a schedule would have varied K
     assert decision.outcome == "single-k" and decision.schedule is None
-    assert "PIECEWISE CUDA graphs only" in decision.reason
+    assert turned_away in decision.reason
+
+
+def test_a_plain_engines_full_graph_costs_are_preferred_and_choose_the_single_k(release, monkeypatch):
+    """The MTP assistant has step costs from both engines: a plain one-K engine's (FULL graphs: what a one-K
+    server runs) win over the schedule engine's (PIECEWISE), and choose the single K over 1-32 sequences."""
+    from specdraft.planning._k_schedule import single_k
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    decision = modelled_plan(release)
+    assert "vllm0.26-mtp-31b-assistant-h200-full" in decision.reason
+    assert "vllm0.26-mtp-31b-assistant-h200:" not in decision.reason
+    assert decision.k == single_k(decision.levels, 8)[0] and 3 < decision.k < 8
+    assert f"K = {decision.k} is the best single K over tune's model" in decision.reason
 
 
 def test_thinking_lowers_the_assumed_acceptance_and_with_it_the_ks(release):
@@ -268,30 +284,28 @@ def test_thinking_lowers_the_assumed_acceptance_and_with_it_the_ks(release):
     assert "thinking on: x0.85 (assumed)" in thinking.reason
 
 
-def test_a_release_without_per_batch_k_keeps_the_plans_k_since_the_costs_came_from_a_piecewise_engine(release):
-    decision = modelled_plan(release, "0.23.0")
+def test_a_release_without_per_batch_k_keeps_the_plans_k_where_the_costs_came_from_a_piecewise_engine(release):
+    decision = modelled_plan(release, "0.23.0", draft=E2B)
     assert decision.outcome == "single-k" and decision.schedule is None and decision.k is None
-    assert decision.reason.startswith("K = 8, the plan's own, at every batch size: the step costs per batch size "
+    assert decision.reason.startswith("K = 3, the plan's own, at every batch size: the step costs per batch size "
                                       "were measured on an engine with a K schedule (PIECEWISE CUDA graphs only)")
     assert "vLLM 0.23.0 takes one K for every batch size" in decision.reason and decision.lost == []
+    full = modelled_plan(release, "0.23.0")  # the MTP assistant: a plain engine's costs choose the one K
+    assert full.outcome == "single-k" and full.k is not None and full.lost
+    assert full.reason.startswith("vLLM 0.23.0 takes one K for every batch size")
 
 
-@pytest.mark.parametrize("draft, plan_k, runner, modelled", [
-    (E2B, 3, "v1", "K = 1 is the best single K"),
-    (ASSISTANT_31B, 8, "v2", "on Model Runner V2 a schedule's K below its largest ran at")])
-def test_what_a_piecewise_engines_costs_pick_is_turned_away_for_the_plans_own_k(
-        release, monkeypatch, draft, plan_k, runner, modelled):
-    """The E2B draft's PIECEWISE costs pick K = 1 at <= 1.16x, where a FULL-graph engine ran K = 3 at 1.7x. The MTP
-    assistant is served on Model Runner V2 by vLLM 0.26.0, where a schedule keeps FULL graphs but runs its smaller
-    K slower than plain engines: the PIECEWISE costs' +4% does not cover that, and the reason says how to measure
-    the server itself."""
+@pytest.mark.parametrize("version, runner", [("0.26.0", "v1"), ("0.33.0", "v2")])
+def test_what_a_piecewise_engines_costs_pick_is_turned_away_for_the_plans_own_k(release, monkeypatch, version, runner):
+    """The E2B draft's PIECEWISE costs pick K = 1 at <= 1.16x, where a FULL-graph engine ran K = 3 at 1.7x: the plan
+    keeps its K, on V1 (0.26.0) and on V2 (0.33.0), where the reason also says how to measure the server itself."""
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
-    plan = build_launch_plan(LaunchRequest(vllm_root=release("0.26.0"), target=TARGET_31B, draft=draft,
+    plan = build_launch_plan(LaunchRequest(vllm_root=release(version), target=TARGET_31B, draft=E2B,
                                            profile="h200", max_num_seqs=16))
-    assert plan.speculative.num_speculative_tokens == plan_k and plan.k_schedule.schedule is None
+    assert plan.speculative.num_speculative_tokens == 3 and plan.k_schedule.schedule is None
     assert plan.k_schedule.model_runner.runner == runner
-    assert modelled in plan.k_schedule.reason
-    assert plan.k_schedule.reason.startswith(f"K = {plan_k}, the plan's own, at every batch size")
+    assert "K = 1 is the best single K" in plan.k_schedule.reason
+    assert plan.k_schedule.reason.startswith("K = 3, the plan's own, at every batch size")
     assert ("pass --from-bench" in plan.k_schedule.reason) == (runner == "v2")
 
 
