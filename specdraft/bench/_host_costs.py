@@ -33,10 +33,11 @@ class KnownHostCost(BaseModel):
     """The target alone's decode step on the same machine: the GPU-side figures over it are c and o."""
     per_step_ms: float = Field(ge=0)
     """Host time of one step outside drafting."""
-    per_draft_token_ms: float = Field(gt=0)
-    """Host time to launch one draft forward."""
-    gpu_draft_ms_per_token: float = Field(gt=0)
-    """Drafter GPU time per drafted token: c times the target's step."""
+    per_draft_token_ms: float = Field(ge=0)
+    """Host time to launch one draft forward (0 for a block drafter whose one forward drafts every K alike)."""
+    gpu_draft_ms_per_token: float = Field(ge=0)
+    """Drafter GPU time per drafted token: c times the target's step (0 for such a block drafter: its forward is
+    in ``gpu_overhead_ms_per_step``)."""
     gpu_idle_ms_per_step: float = Field(ge=0)
     gpu_overhead_ms_per_step: float = Field(ge=0)
     """o times the target's step (see the file's ``_about``)."""

@@ -2,13 +2,14 @@
 inputs ``--method auto`` ranks methods by (``_method_ranking``).
 
 Costs are in target steps, tune's model (``specdraft.bench``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
-They come from the profiled host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the engine launch
+They come from the host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
 plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
-step time; H200: ``dflash``) and the 26B-A4B (H200: ``draft_model``, ``mtp``). c and o are GPU time over the
-target's step on the entry's own machine; the host line is host time over the target's step on the GPU profile
+step time; H200: ``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7) and the
+26B-A4B (H200: ``draft_model``, ``mtp``, ``eagle3`` with a drafter of assumed shape). c and o are GPU time over
+the target's step on the entry's own machine; the host line is host time over the target's step on the GPU profile
 planned for, where that step was measured. Every other method, or a method beside a shape it was not measured
-with, is modelled from those and says "not measured". EAGLE-3 was profiled only in a K lookup engine (PIECEWISE
-CUDA graphs, docs/gpu/README.md section 9), not the plain engine launch plans: it stays modelled.
+with (``dflash`` beside the 26B-A4B: no 26B DFlash drafter is published), is modelled from those and says "not
+measured".
 
 Acceptance defaults are conditional per-position rates ``alpha`` (unconditional ``a_i = alpha**i``), each with
 its source; a ``bench`` result of the user's own server replaces them.
@@ -42,12 +43,14 @@ _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
 """... over that lease's target step (41.47 tok/s alone, data/async_scheduling.json's measurement)."""
 _ENTRIES: dict[Shape, dict[str, str]] = {
     "31b": {"draft_model": "vllm0.26-draft_model-e2b-async", "mtp": "vllm0.26-mtp-31b-assistant",
-            "dflash": "vllm0.26-dflash-31b-speculator"},
-    "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant"},
+            "dflash": "vllm0.26-dflash-31b-speculator-flat", "eagle3": "vllm0.26-eagle3-31b-speculator-plain"},
+    "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant",
+            "eagle3": "vllm0.26-eagle3-26b-speculator"},
 }
 """The measured entry of each method beside each shape: plain engines, as launch plans them."""
-_BLOCK_DRAFTERS = ("dflash",)
-"""Methods whose drafter proposes the whole block in one forward: the step's cost does not grow with K."""
+_ASSUMED_DRAFTERS = {"vllm0.26-eagle3-26b-speculator": "the 26B's EAGLE-3 drafter in an assumed shape: its config "
+                                                       "is not published"}
+"""Entries measured with a drafter whose shape is a guess: their basis says so."""
 _SYNC_ENTRY, _ASYNC_ENTRY = "vllm0.26-draft_model-e2b-sync", "vllm0.26-draft_model-e2b-async"
 THINKING_FACTOR = 0.85
 """Users report that thinking lowers the MTP assistant's acceptance; the size of the drop is not measured: alpha
@@ -100,14 +103,10 @@ def _entry(name: str) -> KnownHostCost:
 def _from_entry(name: str, host_ms: float, measured: bool, basis: str = "") -> StepModel:
     entry = _entry(name)
     host = entry.host_cost(host_ms)
-    basis = basis or f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm}, K = {entry.measured_at_k})"
-    if entry.method in _BLOCK_DRAFTERS:
-        k = entry.measured_at_k
-        return StepModel(cost_ratio=0.0, host_per_step=host.per_step + k * host.per_draft_token,
-                         host_per_draft_token=0.0, measured=measured,
-                         overhead=(k * entry.gpu_draft_ms_per_token + entry.gpu_overhead_ms_per_step)
-                         / entry.target_step_ms,
-                         basis=basis + "; one forward drafts the block, taken as the same cost at every K")
+    flat = entry.gpu_draft_ms_per_token == 0 and entry.per_draft_token_ms == 0
+    measured_at = "a step flat in K: one forward drafts the block" if flat else f"K = {entry.measured_at_k}"
+    basis = basis or (f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm}, {measured_at})"
+                      + (f"; {_ASSUMED_DRAFTERS[name]}" if name in _ASSUMED_DRAFTERS else ""))
     return StepModel(cost_ratio=entry.gpu_draft_ms_per_token / entry.target_step_ms,
                      overhead=entry.gpu_overhead_ms_per_step / entry.target_step_ms, host_per_step=host.per_step,
                      host_per_draft_token=host.per_draft_token, measured=measured, basis=basis)
@@ -144,13 +143,8 @@ def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> Step
                          basis="not measured: modelled as ngram_gpu's step plus the GPU idle of a step without async "
                                "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)"
                                + shape_note)
-    mtp_entry = entries["mtp"]
-    if method == "eagle3":
-        return _from_entry(mtp_entry, host_ms, False,
-                           f"not measured: modelled as the MTP assistant's measured step beside {beside} (both are "
-                           "small heads on the target's hidden states, run by vLLM's EAGLE proposer)")
     if method == "dflash":
-        mtp = _from_entry(mtp_entry, host_ms, False)
+        mtp = _from_entry(entries["mtp"], host_ms, False)
         return StepModel(cost_ratio=0.0, overhead=mtp.overhead + mtp.cost_ratio * _DFLASH_LAYERS / _MTP_LAYERS,
                          host_per_step=mtp.host_per_step, host_per_draft_token=0.0, measured=False,
                          basis=f"not measured beside {beside}: one drafter forward proposes the whole block, modelled "

@@ -349,7 +349,7 @@ def test_on_model_runner_v2_a_measured_schedule_whose_gain_covers_its_smaller_ks
 def test_on_model_runner_v2_a_schedule_that_gains_less_than_its_smaller_ks_cost_is_turned_away(tmp_path, release,
                                                                                                 monkeypatch):
     """The mild load test's +12% over one K comes from batch sizes whose K is below the schedule's largest, which
-    V2 ran at 84% of a plain engine's speed (docs/gpu 7.3): one K. VLLM_USE_V2_MODEL_RUNNER=0 in launch's
+    V2 ran at 86% of a plain engine's speed (docs/gpu 7.3): one K. VLLM_USE_V2_MODEL_RUNNER=0 in launch's
     environment sends the server to V1, where PIECEWISE graphs turn it away instead."""
     from specdraft.planning._k_schedule import V2_BELOW_LARGEST_K_SPEED
 

@@ -1,5 +1,7 @@
 """Methods beyond draft_model and mtp: speculators checkpoints, their verifier, and what each release serves."""
 
+from pathlib import Path
+
 import pytest
 
 from specdraft.bench import predict_speedup
@@ -12,6 +14,7 @@ from specdraft.planning._speculators import check_verifier, read_speculator
 from tests.planning.conftest import write_checkpoint
 
 TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def speculator_config(kind="eagle3", verifier=TARGET_31B, hidden_size=5376, aux=(2, 29, 56)) -> dict:
@@ -89,7 +92,8 @@ def test_auto_ranks_the_measured_mtp_assistant_first_beside_the_31b(speculator):
     assert [row.method for row in ranking.ranked][:1] == ["mtp"]
     assert {row.method for row in ranking.ranked} == {"mtp", "draft_model", "eagle3", "ngram", "ngram_gpu", "suffix"}
     eagle3 = next(row for row in ranking.ranked if row.method == "eagle3")
-    assert not eagle3.measured_costs and "not measured" in "\n".join(ranking.lines())
+    assert eagle3.measured_costs and "vllm0.26-eagle3-31b-speculator-plain" in eagle3.cost_basis
+    assert "not measured" in "\n".join(ranking.lines())   # ngram and suffix stay modelled
     assert ranking.chosen.k == 8 and ranking.turned_away == [] and ranking.notes == []
 
 
@@ -145,10 +149,33 @@ METHODS = ("draft_model", "mtp", "ngram_gpu", "ngram", "suffix", "eagle3", "dfla
 
 
 def test_costs_say_which_were_measured_beside_which_target():
-    assert {m for m in METHODS if step_model(m, "31b").measured} == {"draft_model", "mtp", "ngram_gpu", "dflash"}
-    assert {m for m in METHODS if step_model(m, "26b").measured} == {"draft_model", "mtp"}
+    assert {m for m in METHODS if step_model(m, "31b").measured} == {"draft_model", "mtp", "ngram_gpu", "dflash",
+                                                                     "eagle3"}
+    assert {m for m in METHODS if step_model(m, "26b").measured} == {"draft_model", "mtp", "eagle3"}
     assert "vllm0.26-mtp-26b-assistant" in step_model("mtp", "26b").basis
-    assert "beside the 26B-A4B" in step_model("eagle3", "26b").basis
+    assert "assumed shape" in step_model("eagle3", "26b").basis   # configs/eagle3_26b: no published config
+    assert "beside the 26B-A4B" in step_model("dflash", "26b").basis   # no 26B DFlash drafter is published
+
+
+def test_dflash_s_measured_step_is_the_same_at_every_k_and_eagle3_s_grows():
+    """DFlash's entry is flat in K (c = 0: one forward drafts the block, measured at K = 1-8); EAGLE-3's plain
+    engine adds about 1 ms of GPU a drafted token, no longer the MTP assistant's 0.5 ms."""
+    dflash, eagle3, mtp = (step_model(m, "31b", "h200") for m in ("dflash", "eagle3", "mtp"))
+    assert dflash.cost_ratio == 0 and dflash.host_per_draft_token == 0 and "flat in K" in dflash.basis
+    assert eagle3.cost_ratio > 1.5 * mtp.cost_ratio and "MTP assistant" not in eagle3.basis
+
+
+@pytest.mark.parametrize("alpha, order", [(0.85, ["mtp", "eagle3"]), (0.70, ["mtp"])])
+def test_beside_the_26b_auto_ranks_eagle3_by_its_own_measured_step(alpha, order):
+    """The 26B EAGLE-3 step (e3m3, a drafter of assumed shape) is host-bound beside a 4 ms target: second to the MTP
+    assistant at 0.85, not worth drafting at 0.70 (measured 1.33x and 0.72x at K = 3, docs/gpu/README.md 9.7)."""
+    target = inspect_checkpoint(TARGET_26B)
+    drafts = [inspect_checkpoint("google/gemma-4-26B-A4B-it-assistant"),
+              inspect_checkpoint(str(REPO / "benchmarks/gpu/configs/eagle3_26b"))]
+    ranking = rank_methods(target, drafts, version="0.26.0", profile="h200",
+                           measured={m: tuple(alpha ** i for i in range(1, 9)) for m in ("mtp", "eagle3")})
+    assert [row.method for row in ranking.ranked if row.k > 0] == order
+    assert next(row for row in ranking.ranked if row.method == "eagle3").measured_costs
 
 
 def test_beside_the_26b_auto_uses_the_26b_costs_and_drafts_nothing_with_the_e2b():
