@@ -6,15 +6,13 @@ The whole table (every release 0.19.0 to 0.33.0) is in the hotfix's docstring; t
 from __future__ import annotations
 
 import ast
-import hashlib
 from pathlib import Path
 
 import pytest
 
 from specdraft.patching import Outcome, Status, apply, locate, status
-from specdraft.testbed.release_trees import copy_tree, release_tree
 
-from .conftest import assert_pending_cycle
+from .conftest import assert_pending_cycle, py_hashes
 
 HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
 PROPOSER = "vllm/v1/spec_decode/gemma4.py"
@@ -29,20 +27,6 @@ STATUS_BY_RELEASE = {
 }
 UPSTREAM_ASSIGNMENT = "        self.model.model.embed_tokens = target_embed_tokens\n"
 WIDTH_CHECK_FOR_EAGLE_ONLY = 'if share_embeddings and hasattr(self.model, "has_own_embed_tokens"):'
-
-
-@pytest.fixture
-def tree_of(tmp_path):
-    """``tree_of(version)`` -> a private, writable copy of that release's tree (downloaded once)."""
-
-    def copy(version: str) -> Path:
-        return copy_tree(release_tree(version), tmp_path / f"vllm-{version}")
-
-    return copy
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in (root / "vllm").rglob("*.py")}
 
 
 def _proposer_methods(root: Path) -> list[str]:
@@ -113,9 +97,9 @@ def test_upstream_override_edited_to_keep_the_draft_embeddings_is_drifted_and_ap
     source = proposer.read_text()
     assert source.count(UPSTREAM_ASSIGNMENT) == 1
     proposer.write_text(source.replace(UPSTREAM_ASSIGNMENT, "        pass\n"))
-    before = _hashes(root)
+    before = py_hashes(root)
     (report,) = status(locate(vllm_root=root), only=[HOTFIX])
     assert report.status is Status.DRIFTED and "no longer sets self.model.model.embed_tokens" in report.detail
     code, out, _ = cli("apply", "--vllm-root", root)
     assert code == 1 and "refused" in out
-    assert _hashes(root) == before
+    assert py_hashes(root) == before

@@ -5,12 +5,9 @@ The whole table (every release 0.19.0 to 0.33.0) is in the hotfix's docstring; t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from specdraft.patching import Outcome, Status, apply, locate, status
-from specdraft.testbed.release_trees import copy_tree, release_tree
 
 from .conftest import assert_pending_cycle, py_hashes
 
@@ -27,16 +24,6 @@ STATUS_BY_RELEASE = {
     "0.33.0": Status.FIXED_UPSTREAM,
 }
 UPSTREAM_GUARD = "\n            and self.decode_query_len > self.vllm_config.num_speculative_tokens\n"
-
-
-@pytest.fixture
-def tree_of(tmp_path):
-    """``tree_of(version)`` -> a private, writable copy of that release's tree (downloaded once)."""
-
-    def copy(version: str) -> Path:
-        return copy_tree(release_tree(version), tmp_path / f"vllm-{version}")
-
-    return copy
 
 
 @pytest.mark.parametrize("version, expected", STATUS_BY_RELEASE.items())
