@@ -35,12 +35,18 @@ schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-3
 0.70 (0.55-1.05 per level; docs/gpu/README.md section 7.1, ``docs/gpu/load_31b.schedule.json``). Measured for that
 path and release only; taken for every release whose V1 runner does the same, since no other was measured."""
 V2_BELOW_LARGEST_K_SPEED = 0.86
-"""On Model Runner V2 a schedule keeps FULL CUDA graphs, but a K below the schedule's largest runs slower than a
-plain engine of that K: what is left of the plain engine's aggregate speed, the same 31B-shaped MTP pair, H200,
+"""On Model Runner V2 a schedule keeps FULL CUDA graphs, but in 0.25.0-0.31.x its speculator drafts the largest K
+every step, so a K below the schedule's largest runs slower than a plain engine of that K: what is left of the plain engine's aggregate speed, the same 31B-shaped MTP pair, H200,
 vLLM 0.26.0 with the v2-schedule-drafter-graphs hotfix, K = 3 and 5 through a K = 8 schedule engine over plain
 K = 3 and 5 engines, geometric mean over 1-32 sequences at acceptance 0.85 and 0.70, 16 and 32 sequences pooled
 over two runs (0.49-1.02 per level; K = 8 itself: 0.98; docs/gpu/README.md section 7.3,
 ``docs/gpu/load_31b.v2.schedule.json``)."""
+
+V2_RESOLVED_GAIN = 1.05
+"""Where Model Runner V2 drafts only the scheduled K (0.32.0 on), no schedule was measured: one is planned only if
+predicted at least 5% faster than one K, since the measured V2 schedules (0.26.0) landed within -6% / +2% of the
+best single K over 1-32 sequences (docs/gpu/README.md section 7.3): a smaller predicted gain is inside what
+those runs could not tell apart."""
 
 
 class MeasuredLevel(BaseModel):
@@ -295,14 +301,20 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
                                         + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
     why_not = schedule_unavailable(rule, version, method, data_parallel_size)
-    if why_not is None:
-        why_not = _below_largest_k_costs_more(levels, max_k) if on_v2 else _graphs_cost_more(levels, rule, version,
-                                                                                              max_k)
+    if why_not is None and on_v2:
+        why_not = (_below_largest_k_costs_more(levels, max_k) if rule.v2_drafts_largest_k
+                   else _gain_unresolved(levels, version, max_k))
+    elif why_not is None:
+        why_not = _graphs_cost_more(levels, rule, version, max_k)
     if why_not is None:
         common["schedule"] = ranges
-        graphs = ("the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule; its K below the "
-                  f"largest run at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain engine's speed, which the gain covers"
-                  if on_v2 else f"with a schedule, {rule.full_cudagraphs}")
+        graphs = f"with a schedule, {rule.full_cudagraphs}"
+        if on_v2 and rule.v2_drafts_largest_k:
+            graphs = ("the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule; its K below the "
+                      f"largest run at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain engine's speed, which the gain covers")
+        elif on_v2:
+            graphs = (f"the server runs Model Runner V2, which keeps FULL CUDA graphs with a schedule, and vLLM {version} "
+                      "drafts only the scheduled K (a schedule on this release was not measured on a GPU)")
         return KScheduleDecision(outcome="schedule", k=max(k for _, _, k in ranges), **common,
                                  reason=f"K per batch size from {basis}: {_describe(ranges, levels, max_num_seqs)}"
                                         f"; {graphs}")
@@ -313,6 +325,19 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
         f"({', '.join(f'{level.best_k} at {level.batch_size}' for level in levels)}) it gives up {gave_up}"))
 
 
+def _predicted_gain(levels: list[LevelChoice], max_k: int, below_largest: float = 1.0) -> float:
+    """The schedule's predicted speed over the best single K, geometric mean over the batch sizes; each batch size
+    whose K is below the schedule's largest keeps ``below_largest`` of its predicted speed."""
+    k, _ = single_k(levels, max_k)
+    largest = max(level.best_k for level in levels)
+
+    def scheduled(level: LevelChoice) -> float:
+        speed = level.speedup_at(level.best_k)
+        return speed if level.best_k == largest else speed * below_largest
+
+    return math.exp(sum(math.log(scheduled(level) / level.speedup_at(k)) for level in levels) / len(levels))
+
+
 def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, version: str | None,
                       max_k: int) -> str | None:
     """Why a schedule would run slower than one K on a FULL-graph engine (None: its predicted gain covers its
@@ -320,9 +345,7 @@ def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, versio
     batch size, because its predicted gain over one K is smaller than what PIECEWISE graphs cost."""
     if "PIECEWISE" not in rule.full_cudagraphs:
         return None
-    k, _ = single_k(levels, max_k)
-    gain = math.exp(sum(math.log(level.speedup_at(level.best_k) / level.speedup_at(k)) for level in levels)
-                    / len(levels))
+    gain = _predicted_gain(levels, max_k)
     if gain * PIECEWISE_SPEED > 1.0:
         return None
     return (f"a schedule makes vLLM {version}'s V1 model runner capture PIECEWISE CUDA graphs only, which left "
@@ -332,23 +355,28 @@ def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, versio
 
 
 def _below_largest_k_costs_more(levels: list[LevelChoice], max_k: int) -> str | None:
-    """Why a schedule on Model Runner V2 would run slower than one K (None: it pays): each batch size whose K is
-    below the schedule's largest keeps ``V2_BELOW_LARGEST_K_SPEED`` of its predicted speed (measured on vLLM
-    0.26.0: the schedules there ran within -6% / +2% of the best single K over 1-32 sequences, and 11-19% below a
-    plain engine of their own K at 32 sequences)."""
-    k, _ = single_k(levels, max_k)
-    largest = max(level.best_k for level in levels)
-
-    def scheduled(level: LevelChoice) -> float:
-        speed = level.speedup_at(level.best_k)
-        return speed if level.best_k == largest else speed * V2_BELOW_LARGEST_K_SPEED
-
-    gain = math.exp(sum(math.log(scheduled(level) / level.speedup_at(k)) for level in levels) / len(levels))
+    """Why a schedule on a Model Runner V2 that drafts the largest K every step (0.25.0-0.31.x: its speculator's
+    loop runs num_speculative_tokens steps, the schedule trims what is verified) would run slower than one K (None:
+    it pays): each batch size whose K is below the schedule's largest keeps ``V2_BELOW_LARGEST_K_SPEED`` of its
+    predicted speed (measured on vLLM 0.26.0: the schedules there ran within -6% / +2% of the best single K over 1-32
+    sequences, and 11-19% below a plain engine of their own K at 32 sequences)."""
+    gain = _predicted_gain(levels, max_k, below_largest=V2_BELOW_LARGEST_K_SPEED)
     if gain > 1.0:
         return None
     return (f"on Model Runner V2 a schedule's K below its largest ran at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain "
             f"engine of that K (measured: 31B MTP assistant, vLLM 0.26.0, H200); with that, the schedule's predicted "
             f"speed is {gain - 1:+.0%} against one K (geometric mean over the batch sizes)")
+
+
+def _gain_unresolved(levels: list[LevelChoice], version: str | None, max_k: int) -> str | None:
+    """Why a schedule on a Model Runner V2 that drafts the scheduled K is not planned (None: it is): a predicted
+    gain over one K below ``V2_RESOLVED_GAIN``."""
+    gain = _predicted_gain(levels, max_k)
+    if gain >= V2_RESOLVED_GAIN:
+        return None
+    return (f"the schedule's predicted gain over one K ({gain - 1:+.0%}, geometric mean over the batch sizes) is below "
+            f"the {V2_RESOLVED_GAIN - 1:.0%} that the measured Model Runner V2 schedules could resolve (vLLM {version} "
+            "drafts only the scheduled K; no schedule on it was measured)")
 
 
 def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:

@@ -132,10 +132,17 @@ class KPerBatchSizeRule(ReleaseRule):
     data_parallel: str = ""
     v1_methods: list[str] | None = None
     """Methods that keep the schedule on the V1 model runner; None: every method."""
+    v2_drafts: str = ""
+    """How many tokens Model Runner V2's speculator drafts each step under a schedule: the largest K, or the K the
+    schedule gives that step."""
 
     @property
     def drops_with_data_parallel(self) -> bool:
         return self.data_parallel.startswith("dropped")
+
+    @property
+    def v2_drafts_largest_k(self) -> bool:
+        return self.v2_drafts.startswith("the largest K")
 
 
 class KPerBatchSizeTable(ReleaseTable[KPerBatchSizeRule]):

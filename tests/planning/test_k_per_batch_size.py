@@ -16,8 +16,8 @@ TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "k_per
 FIELD = TABLE["field"]
 # The releases on either side of each change, wheels the rest of the suite downloads anyway;
 # SPECDRAFT_ALL_RELEASES=1 reads all 21.
-CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "0.23.0", "0.24.0", "0.25.0",
-                                                                      "0.26.0", "0.33.0"]
+CHECKED = RELEASES if os.environ.get("SPECDRAFT_ALL_RELEASES") else ["0.19.0", "0.23.0", "0.24.0", "0.25.0", "0.31.0",
+                                                                      "0.32.0", "0.26.0", "0.33.0"]
 
 
 def _rule(version: str) -> dict:
@@ -109,3 +109,16 @@ def test_what_switches_the_schedule_off_or_changes_cuda_graphs(release, version)
                     and isinstance(node.ops[0], ast.In))
         assert list(ast.literal_eval(kept.comparators[0])) == rule["v1_methods"]
         assert f"speculative_config.{FIELD} = None" in ast.unparse(v1)
+
+
+@pytest.mark.parametrize("version", [v for v in CHECKED if _rule(v)["supported"] and _rule(v)["v2_model_runner"] == "supported"])
+def test_how_many_tokens_model_runner_v2_drafts_under_a_schedule(release, version):
+    """Before 0.32.0 V2's model runner calls the speculator's propose without the step's K, and the speculator's
+    loop drafts num_speculative_steps tokens: a schedule's smaller K still pays the largest K's drafting."""
+    runner = ast.parse((release(version) / "vllm/v1/worker/gpu/model_runner.py").read_text())
+    proposes = [node for node in ast.walk(runner) if isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "self.speculator.propose"]
+    assert proposes
+    passes_k = any(keyword.arg == "num_speculative_tokens" for call in proposes for keyword in call.keywords)
+    assert passes_k == _rule(version)["v2_drafts"].startswith("the scheduled K")
+    assert passes_k != _rule(version)["v2_drafts"].startswith("the largest K")

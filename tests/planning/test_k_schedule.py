@@ -335,35 +335,56 @@ def test_launches_the_shipped_step_costs_do_not_fit_keep_one_k_and_say_why(relea
 
 def test_on_model_runner_v2_a_measured_schedule_whose_gain_covers_its_smaller_ks_is_kept(tmp_path, release,
                                                                                           monkeypatch):
-    """vLLM 0.33.0 serves the E2B draft on Model Runner V2, which keeps FULL graphs with a schedule: the steep load
-    test's +59% over one K is weighed against V2's cost of running below the schedule's largest K, not against V1's
+    """vLLM 0.31.0 serves the E2B draft on Model Runner V2, which keeps FULL graphs with a schedule but drafts the
+    largest K every step: the steep load test's +59% over one K is weighed against that, not against V1's
     PIECEWISE graphs, and covers it."""
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
-    request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.33.0"), max_num_seqs=16,
+    request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.31.0"), max_num_seqs=16,
                             from_bench=load_test(tmp_path))
     decision = build_launch_plan(request).k_schedule
     assert decision.model_runner.runner == "v2" and decision.outcome == "schedule"
     assert "keeps FULL CUDA graphs" in decision.reason and "which the gain covers" in decision.reason
 
 
-def test_on_model_runner_v2_a_schedule_that_gains_less_than_its_smaller_ks_cost_is_turned_away(tmp_path, release,
-                                                                                                monkeypatch):
-    """The mild load test's +12% over one K comes from batch sizes whose K is below the schedule's largest, which
-    V2 ran at 86% of a plain engine's speed (docs/gpu 7.3): one K. VLLM_USE_V2_MODEL_RUNNER=0 in launch's
-    environment sends the server to V1, where PIECEWISE graphs turn it away instead."""
+@pytest.mark.parametrize("version, turned_away", [
+    ("0.31.0", "on Model Runner V2 a schedule's K below its largest ran at"),
+    ("0.33.0", None)])
+def test_on_model_runner_v2_a_mild_schedule_is_turned_away_only_where_v2_drafts_the_largest_k(
+        tmp_path, release, monkeypatch, version, turned_away):
+    """The mild load test's +12% over one K comes from batch sizes whose K is below the schedule's largest. vLLM
+    0.25.0-0.31.x draft the largest K at every step on V2, where such K ran at 86% of a plain engine's speed
+    (docs/gpu 7.3): one K. 0.32.0 on draft only the scheduled K: the schedule is planned, and says it was not
+    measured. VLLM_USE_V2_MODEL_RUNNER=0 in launch's environment sends the server to V1, where PIECEWISE graphs
+    turn it away on both."""
     from specdraft.planning._k_schedule import V2_BELOW_LARGEST_K_SPEED
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
-    request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.33.0"), max_num_seqs=16,
+    request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
                             from_bench=load_test(tmp_path, speedups=MILD))
     decision = build_launch_plan(request).k_schedule
-    assert decision.model_runner.runner == "v2" and decision.outcome == "single-k" and decision.schedule is None
-    assert decision.reason.startswith(f"on Model Runner V2 a schedule's K below its largest ran at "
-                                      f"{V2_BELOW_LARGEST_K_SPEED:.0%} of a plain engine of that K")
+    assert decision.model_runner.runner == "v2"
+    if turned_away:
+        assert decision.outcome == "single-k" and decision.schedule is None
+        assert decision.reason.startswith(f"{turned_away} {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain engine of that K")
+    else:
+        assert decision.outcome == "schedule" and decision.schedule[0][2] == 5
+        assert f"vLLM {version} drafts only the scheduled K (a schedule on this release was not measured" in decision.reason
     monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
     forced = build_launch_plan(request).k_schedule
     assert forced.model_runner.runner == "v1" and "VLLM_USE_V2_MODEL_RUNNER=0" in forced.model_runner.reason
-    assert forced.outcome == "single-k" and forced.reason.startswith("a schedule makes vLLM 0.33.0's V1 model runner")
+    assert forced.outcome == "single-k" and forced.reason.startswith(f"a schedule makes vLLM {version}'s V1 model runner")
+
+
+def test_where_v2_drafts_the_scheduled_k_a_gain_within_the_measured_spread_is_not_planned(release, monkeypatch):
+    """The shipped MTP costs predict +3% for a schedule over one K at 1-32 sequences on vLLM 0.33.0: below the 5%
+    the measured V2 schedules could resolve, so one K."""
+    from specdraft.planning._k_schedule import V2_RESOLVED_GAIN
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    decision = modelled_plan(release, "0.33.0")
+    assert decision.model_runner.runner == "v2" and decision.outcome == "single-k" and decision.k == 6
+    assert decision.reason.startswith("the schedule's predicted gain over one K (+3%")
+    assert f"below the {V2_RESOLVED_GAIN - 1:.0%} that the measured Model Runner V2 schedules could resolve" in decision.reason
 
 
 @pytest.mark.parametrize("version, needs_hotfix", [("0.26.0", True), ("0.33.0", False)])
