@@ -55,6 +55,8 @@ def test_a_per_expert_target_needs_the_prefix_hotfix_on_a_pending_release(tmp_pa
         assert finding.level == "error" and f"{PREFIX} pending" in finding.message
     else:  # the MTP hotfix is fixed upstream in 0.33.0, and nothing else is needed
         assert finding.level == "ok", finding.message
+    # each node checks the same hotfixes on its own vLLM before it starts
+    assert (PREFIX in plan.nodes[0].script) == needed
 
 
 @pytest.mark.parametrize("draft, k", [(ASSISTANT, 4), ("google/gemma-4-E2B-it", 1)])
