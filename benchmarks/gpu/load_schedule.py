@@ -38,10 +38,6 @@ from analyze import load  # noqa: E402  (beside this script)
 LOAD_JOBS = ("l0", "lm", "ld", "lx", "lv")
 """The load jobs' tag prefixes (``lm85``: the ``lm`` job at alpha 0.85); rows of other jobs in a file are left out."""
 
-RUNNERS = ("v1", "v2")
-"""A report covers the speculative rows of one model runner: on V1 (vLLM 0.26.0) a schedule brings PIECEWISE CUDA
-graphs, on V2 it keeps FULL ones, so the two are never pooled. The target-alone rows (V1) serve both."""
-
 
 def requests(row: dict) -> list[float]:
     """A row's aggregate tok/s per request."""
@@ -71,6 +67,9 @@ def variant(row: dict) -> str:
 
 
 def _load_rows(rows: list[dict], runner: str = "v1") -> list[dict]:
+    """The load jobs' rows whose speculative engine ran on ``runner`` (``v1``, ``v2``): on V1 (vLLM 0.26.0) a
+    schedule brings PIECEWISE CUDA graphs, on V2 it keeps FULL ones, so the two are never pooled. The target-alone
+    rows (V1) serve both."""
     return [dict(r, run=r.get("run", r["tag"])) for r in rows
             if "error" not in r and str(r.get("tag", "")).startswith(LOAD_JOBS)
             and (r.get("method") is None or bool(r.get("v2_model_runner")) == (runner == "v2"))]

@@ -51,6 +51,14 @@ class PairFacts(BaseModel):
     compute_capability: tuple[int, int] | None = None
     k_schedule_on_v2: bool = False
     """Whether the plan passes a K schedule to a server that starts on Model Runner V2."""
+
+    @property
+    def traits(self) -> frozenset[Trait]:
+        """The pairing's traits as the hotfixes declare them: what the hotfix check judges and each node checks."""
+        return pairing_traits(hybrid_kv_cache_manager_off=self.hybrid_kv_cache_manager_disabled,
+                              method=resolved_method(self.speculative, self.draft),
+                              moe_per_expert_weights=stores_experts_apart(self.target),
+                              k_schedule_on_v2=self.k_schedule_on_v2)
     """The GPU's, from the profile; quantization kernels depend on it."""
     profile: str | None = None
     """The GPU profile the plan is for (what was measured depends on it)."""
@@ -456,11 +464,7 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
-    traits = pairing_traits(hybrid_kv_cache_manager_off=facts.hybrid_kv_cache_manager_disabled,
-                            method=resolved_method(facts.speculative, draft),
-                            moe_per_expert_weights=stores_experts_apart(facts.target),
-                            k_schedule_on_v2=facts.k_schedule_on_v2)
-    findings.append(check_hotfixes(traits, facts.vllm, facts.hotfix_mode))
+    findings.append(check_hotfixes(facts.traits, facts.vllm, facts.hotfix_mode))
     findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
                                             facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,

@@ -36,11 +36,11 @@ schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-3
 path and release only; taken for every release whose V1 runner does the same, since no other was measured."""
 V2_BELOW_LARGEST_K_SPEED = 0.86
 """On Model Runner V2 a schedule keeps FULL CUDA graphs, but in 0.25.0-0.31.x its speculator drafts the largest K
-every step, so a K below the schedule's largest runs slower than a plain engine of that K: what is left of the plain engine's aggregate speed, the same 31B-shaped MTP pair, H200,
-vLLM 0.26.0 with the v2-schedule-drafter-graphs hotfix, K = 3 and 5 through a K = 8 schedule engine over plain
-K = 3 and 5 engines, geometric mean over 1-32 sequences at acceptance 0.85 and 0.70, 16 and 32 sequences pooled
-over two runs (0.49-1.02 per level; K = 8 itself: 0.98; docs/gpu/README.md section 7.3,
-``docs/gpu/load_31b.v2.schedule.json``)."""
+every step, so a K below the schedule's largest runs slower than a plain engine of that K. What is left of the
+plain engine's aggregate speed: the same 31B-shaped MTP pair, H200, vLLM 0.26.0 with the v2-schedule-drafter-graphs
+hotfix, K = 3 and 5 through a K = 8 schedule engine over plain K = 3 and 5 engines, geometric mean over 1-32
+sequences at acceptance 0.85 and 0.70, 16 and 32 sequences pooled over two runs (0.49-1.02 per level; K = 8
+itself: 0.98; docs/gpu/README.md section 7.3, ``docs/gpu/load_31b.v2.schedule.json``)."""
 
 V2_RESOLVED_GAIN = 1.05
 """Where Model Runner V2 drafts only the scheduled K (0.32.0 on), no schedule was measured: one is planned only if

@@ -20,9 +20,8 @@ from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
-from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._nodes import CHAT_TEMPLATE_FLAG, NodeCommand, ShippedTemplate, node_commands
-from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._pairing_traits import hotfixes_needed
 from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._serve_checks import allow_leaky_template, plan_findings, shape_serve_flags
@@ -125,10 +124,7 @@ def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serv
     """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts; in a
     container specdraft runs as ``python3 -m specdraft`` and always patches the image's fresh vLLM."""
     request = facts.request
-    needed = hotfixes_needed(pairing_traits(hybrid_kv_cache_manager_off=pair.hybrid_kv_cache_manager_disabled,
-                                            method=decided.speculative.resolved_method,
-                                            moe_per_expert_weights=stores_experts_apart(facts.target),
-                                            k_schedule_on_v2=pair.k_schedule_on_v2))
+    needed = hotfixes_needed(pair.traits)
     mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
     flag = serve.flag(CHAT_TEMPLATE_FLAG)
     template = (ShippedTemplate(planned_path=flag.value, text=decided.template.source)
