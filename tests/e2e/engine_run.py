@@ -6,7 +6,8 @@ surfaces here with its own type and message, and the KV cache layout can be read
 scheduler and the worker. Spec keys: target, draft (or null), disable_hybrid (bool), dtype,
 prompts (token id lists), max_tokens, num_speculative_tokens, method (`draft_model`, the default,
 or `mtp` with a Gemma 4 assistant as the draft), load_format (`auto`, or `dummy`: random weights),
-kv_cache_layout (default true: report the KV cache layout).
+kv_cache_layout (default true: report the KV cache layout), draft_attention (default false: report, per
+draft layer, its own attention shape beside the spec its attention metadata was built from).
 """
 
 import json
@@ -50,6 +51,24 @@ def kv_cache_layout(llm):
     }
 
 
+def draft_attention(llm):
+    """Per draft layer: its head size, KV heads and window, and those of the spec its metadata builder got."""
+    def layers_and_groups(self):
+        drafter = self.model_runner.drafter
+        layers = self.vllm_config.compilation_config.static_forward_context
+        rows = []
+        for group in drafter.draft_attn_groups:
+            spec = group.kv_cache_spec
+            for name in group.layer_names:
+                impl = layers[name].impl
+                window = impl.sliding_window if impl.sliding_window not in (-1, (-1, -1)) else None
+                rows.append({"layer": name, "shape": [impl.head_size, impl.num_kv_heads, window],
+                             "builder_spec": [spec.head_size, spec.num_kv_heads, spec.sliding_window]})
+        return rows
+
+    return llm.llm_engine.collective_rpc(layers_and_groups)[0]
+
+
 def main():
     spec = json.loads(sys.argv[1])
     result = {"ok": False}
@@ -85,6 +104,8 @@ def main():
         result["tokens"] = [list(output.outputs[0].token_ids) for output in outputs]
         if spec.get("kv_cache_layout", True):  # read through internals older releases name differently
             result["kv_cache"] = kv_cache_layout(llm)
+        if spec.get("draft_attention", False):
+            result["draft_attention"] = draft_attention(llm)
         result["spec_decode"] = {
             metric.name.removeprefix("vllm:spec_decode_").removesuffix("_total"): metric.value
             for metric in llm.get_metrics()

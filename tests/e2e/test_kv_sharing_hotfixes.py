@@ -18,6 +18,9 @@ pytestmark = pytest.mark.e2e
 
 HOTFIX_WINDOW = "kv-uniform-catches-valueerror"
 HOTFIX_SHARED_SPECS = "kv-sharing-uniform-specs"
+# Not a KV-sharing hotfix, but the pairing needs it once it runs: without it the draft's full-attention layers
+# run with a sliding layer's attention metadata (tests/e2e/test_drafter_attention_groups_hotfix.py).
+HOTFIX_DRAFTER = "drafter-attention-groups-per-spec"
 # Token ids of the tiny tokenizer: a bare prompt, a chat turn, and a longer run.
 PROMPTS = [
     [2, 10, 11, 12],
@@ -39,13 +42,13 @@ def _site_packages(python: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def patched_runs(private_python, tiny_pair, set_hotfixes, run_engine):
-    """Both hotfixes applied: one engine with the draft, one without.
+    """Both hotfixes (and the drafter's) applied: one engine with the draft, one without.
 
     float32, because in bfloat16 greedy outputs of the two engines part after 20-30 tokens on some
     prompts: verifying K+1 positions in one pass rounds differently from decoding one at a time,
     and random models have near-tied logits. In float32 they agree exactly.
     """
-    set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS)
+    set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS, HOTFIX_DRAFTER)
     return {
         "speculative": run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, dtype="float32",
                                   label="d: both hotfixes, target + draft"),
