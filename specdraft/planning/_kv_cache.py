@@ -1,10 +1,11 @@
 """The KV cache dtype and the attention backend: one decision (``KVCacheChoice``), which the flag rules and the
 checks only read.
 
-**The dtype.** bf16 (vLLM's ``auto``, the model's dtype) unless the user gave one, the wanted context does not fit
-the profile at bf16 while fp8 fits more of it (the memory decision answers, through ``memory_at``), or a shipped
-measurement found fp8 faster for the profile and method (``data/attention_backend.json``'s
-``kv_dtype_measurements``). Served on 2 x H200 (vLLM 0.26.0), an fp8 KV cache cost the speculative path ~19% (MTP:
+**The dtype.** bf16 (vLLM's ``auto``, the model's dtype) unless the user gave one, a shipped measurement found fp8
+faster for the profile and method (``data/attention_backend.json``'s ``kv_dtype_measurements``), public reports
+decide for a profile specdraft has not measured (``reported_defaults``: the DGX Spark's validated configuration
+runs fp8), or the wanted context does not fit the profile at bf16 while fp8 fits more of it (the memory decision
+answers, through ``memory_at``). Served on 2 x H200 (vLLM 0.26.0), an fp8 KV cache cost the speculative path ~19% (MTP:
 1.23x vs 1.45x beside the 26B-A4B, 2.26x vs 2.72x beside the 31B at TP 2) while the target alone lost 3-4%, and one
 user needed ~1.4 GiB of KV: memory is rarely the limit there, speed is.
 
@@ -27,7 +28,7 @@ from specdraft.findings import Finding
 from specdraft.planning._memory import FP8_KV_DTYPES, PROFILES
 from specdraft.planning._memory_choice import MemoryChoice
 from specdraft.planning._release_tables import (
-    AttentionBackendRule, GpuEvidence, KVDtypeMeasurement, ReportedFailure, attention_backend_table)
+    AttentionBackendRule, GpuEvidence, KVDtypeMeasurement, ReportedDefault, ReportedFailure, attention_backend_table)
 
 AUTO = "auto"
 FP8 = "fp8"
@@ -180,8 +181,7 @@ def _measured_text(measurements: list[KVDtypeMeasurement], profile: str) -> str:
             rows = "; ".join(f"{row.plan} {row.speedup['auto']:.2f}x vs {row.speedup['fp8']:.2f}x"
                              for row in measured.rows if row.speedup)
             return f"bf16 KV measured faster than fp8 on {measured.gpu}, vLLM {measured.vllm}: {rows}"
-    return (f"fp8 vs bf16 KV not measured on {profile}; bf16 as on H100/H200, where fp8 cost the speculative path "
-            "~19%")
+    return f"fp8 vs bf16 KV not measured on {profile}"
 
 
 def measured_fp8_faster(measurements: list[KVDtypeMeasurement], profile: str, method: str) -> str | None:
@@ -196,12 +196,15 @@ def measured_fp8_faster(measurements: list[KVDtypeMeasurement], profile: str, me
 
 
 def _choose_dtype(given: str | None, profile: str, method: str, memory_at: Callable[[str], MemoryChoice],
-                  measurements: list[KVDtypeMeasurement]) -> tuple[str, str]:
+                  measurements: list[KVDtypeMeasurement], reported: list[ReportedDefault]) -> tuple[str, str]:
     if given is not None:
         return given, "given"
     faster = measured_fp8_faster(measurements, profile, method)
     if faster:
         return FP8, faster
+    default = next((row for row in reported if row.profile == profile), None)
+    if default is not None:
+        return default.kv_cache_dtype, f"{profile}, from public reports (not measured by specdraft): {default.why}"
     measured = _measured_text(measurements, profile)
     at_bf16 = memory_at(AUTO)
     if at_bf16.plan.fits and at_bf16.lowered_from is None:
@@ -240,7 +243,8 @@ def decide_kv_cache(*, profile: str, version: str | None, method: str, given_dty
     ``method``; ``memory_at(dtype)`` is the memory decision at that KV dtype; ``has_fa4`` None: not known (taken
     as a published wheel, which ships FA4)."""
     table = attention_backend_table()
-    dtype, dtype_reason = _choose_dtype(given_dtype, profile, method, memory_at, table.kv_dtype_measurements)
+    dtype, dtype_reason = _choose_dtype(given_dtype, profile, method, memory_at, table.kv_dtype_measurements,
+                                        table.reported_defaults)
     user_backend = _user_backend(extra_args)
     chosen = dict(dtype=dtype, dtype_reason=dtype_reason, dtype_given=given_dtype is not None,
                   user_backend=user_backend, profile=profile, version=version)

@@ -240,6 +240,17 @@ class KVDtypeMeasurement(BaseModel):
     """The GPU profiles this measurement decides for."""
 
 
+class ReportedDefault(BaseModel):
+    """A profile's KV dtype taken from public reports where specdraft measured no comparison there."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    profile: str
+    kv_cache_dtype: str
+    why: str
+    source: str
+
+
 class GpuEvidence(BaseModel):
     """What the engine log of a real install showed: the backends selected and whether the server started."""
 
@@ -261,6 +272,7 @@ class AttentionBackendTable(ReleaseTable[AttentionBackendRule]):
     reported_failures: list[ReportedFailure]
     fix: BackendFix
     kv_dtype_measurements: list[KVDtypeMeasurement]
+    reported_defaults: list[ReportedDefault]
     gpu_evidence: list[GpuEvidence]
 
 
