@@ -76,8 +76,8 @@ class LaunchRequest(BaseModel):
     gpu_memory_utilization: Annotated[float | None, CliOption(metavar="F")] = Field(default=None, gt=0, le=1)
     """Fraction of GPU memory for vLLM; unset: the profile's."""
     kv_cache_dtype: str | None = None
-    """KV cache dtype; unset: auto (bf16), measured faster than fp8 on H200, or fp8 where the context does not fit
-    otherwise."""
+    """KV cache dtype; unset: auto (bf16, measured faster than fp8 on H200) on h100/h200, fp8 where the context
+    does not fit otherwise and on dgx-spark (its validated configuration)."""
     max_num_seqs: Annotated[int, CliOption(metavar="N")] = Field(default=1, ge=1)
     """Concurrent sequences."""
     gpus_per_node: Annotated[int, CliOption(group="GPUs and nodes", metavar="N")] = Field(default=1, ge=1, le=64)
