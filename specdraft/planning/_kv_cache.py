@@ -71,8 +71,12 @@ class KVCacheChoice(BaseModel):
     """What the server will select with the plan's flags; None where the release is not in the table."""
     failure: ReportedFailure | None = None
     """The reported failure vLLM's own pick (or the user's backend) runs into, fixed by ``attention_backend`` or not."""
+    failing_model: str | None = None
+    """Which model ``failure`` hits: the MTP assistant or the target."""
     profile: str
     version: str | None
+    label: str = ""
+    """How the backends are known where specdraft has not run them (the DGX Spark)."""
 
 
 def is_fp8(dtype: str) -> bool:
@@ -246,15 +250,15 @@ def decide_kv_cache(*, profile: str, version: str | None, method: str, given_dty
     dtype, dtype_reason = _choose_dtype(given_dtype, profile, method, memory_at, table.kv_dtype_measurements,
                                         table.reported_defaults)
     user_backend = _user_backend(extra_args)
+    capability = PROFILES[profile].compute_capability
+    spark = " (from vLLM's source and public reports; not run by specdraft on a DGX Spark)" if capability[0] == 12 else ""
     chosen = dict(dtype=dtype, dtype_reason=dtype_reason, dtype_given=given_dtype is not None,
-                  user_backend=user_backend, profile=profile, version=version)
+                  user_backend=user_backend, profile=profile, version=version, label=spark)
     rule = table.rule_for(version)
     if rule is None:
         return KVCacheChoice(**chosen, attention_backend=None, backends=None,
                              attention_reason=f"vLLM {version or '(version unknown)'} is not in specdraft's "
                                               "attention backend table: vLLM picks")
-    capability = PROFILES[profile].compute_capability
-    spark = " (from vLLM's source and public reports; not run by specdraft on a DGX Spark)" if capability[0] == 12 else ""
     fa4_known = has_fa4 if has_fa4 is not None else True
 
     def backends_with(backend: str | None) -> Backends:
@@ -266,15 +270,17 @@ def decide_kv_cache(*, profile: str, version: str | None, method: str, given_dty
     own = backends_with(user_backend)
     failure = reported_failure(own, capability, dtype, table.reported_failures)
     picked = f"target {own.target}" + (f", MTP assistant {own.drafter}" if own.drafter else "")
+    who = None if failure is None else "the MTP assistant" if failure.backend == own.drafter else "the target"
     if failure is None or user_backend is not None:
         reason = (f"{user_backend} given" if user_backend else f"vLLM {version} picks: {picked} ({own.basis})") + spark
-        return KVCacheChoice(**chosen, attention_backend=None, backends=own, failure=failure, attention_reason=reason)
+        return KVCacheChoice(**chosen, attention_backend=None, backends=own, failure=failure, failing_model=who,
+                             attention_reason=reason)
     fix = table.fix
     fixed = backends_with(fix.value)
-    who = "the MTP assistant" if failure.backend == own.drafter else "the target"
     reason = (f"vLLM {version} would give {who} {failure.backend} with a {_named(dtype)} KV cache on {_gpu(profile)} "
-              f"({own.basis}), which fails at start-up ({failure.issue_refs}); {fix.value} serves both models") + spark
-    return KVCacheChoice(**chosen, attention_backend=fix.value, backends=fixed, failure=failure,
+              f"({own.basis}), which users report failing ({failure.issue_refs}); {fix.value} serves both models"
+              + spark)
+    return KVCacheChoice(**chosen, attention_backend=fix.value, backends=fixed, failure=failure, failing_model=who,
                          attention_reason=reason)
 
 
@@ -286,14 +292,16 @@ def kv_cache_findings(choice: KVCacheChoice) -> list[Finding]:
             return [Finding(level="info", check="attention-backend", message=choice.attention_reason)]
         picked = f"target {backends.target}" + (f", MTP assistant {backends.drafter}" if backends.drafter else "")
         return [Finding(level="ok", check="attention-backend",
-                        message=f"{picked} with a {_named(choice.dtype)} KV cache ({backends.basis})")]
+                        message=f"{picked} with a {_named(choice.dtype)} KV cache ({backends.basis}){choice.label}")]
     source = f"your --kv-cache-dtype {choice.dtype}" if choice.dtype_given else f"a {_named(choice.dtype)} KV cache"
-    crash = (f"{failure.backend} with {source} on {_gpu(choice.profile)}: {failure.what} ({failure.issue_refs})")
+    crash = (f"{failure.backend} for {choice.failing_model} with {source} on {_gpu(choice.profile)}: {failure.what} "
+             f"({failure.issue_refs})")
     if choice.attention_backend is not None:
+        bf16 = ("--kv-cache-dtype auto (bf16) avoids it as well, and was measured faster" if choice.dtype_given else
+                "bf16 avoids it as well: the --kv-cache-dtype reason names the --max-model-len that keeps it")
         return [Finding(level="warning", check="attention-backend",
                         message=f"vLLM {choice.version} would pick {crash}; the plan passes "
-                                f"{ATTENTION_BACKEND_FLAG} {choice.attention_backend}",
-                        hint="--kv-cache-dtype auto (bf16) avoids it as well, and was measured faster")]
+                                f"{ATTENTION_BACKEND_FLAG} {choice.attention_backend}", hint=bf16)]
     return [Finding(level="error", check="attention-backend",
                     message=f"--attention-backend {choice.user_backend} gives {crash}",
                     hint=f"drop it after -- (the plan then passes {ATTENTION_BACKEND_FLAG} {TRITON}), or serve "

@@ -224,7 +224,7 @@ def test_fp8_where_the_context_does_not_fit_at_bf16_with_the_crash_fixed_and_nam
     assert backend.value == TRITON and "#48848" in backend.reason
     finding = _finding(plan)
     assert finding.level == "warning" and "vLLM #48848, vLLM #48495" in finding.message
-    assert "--kv-cache-dtype auto" in finding.hint
+    assert "FLASHINFER for the MTP assistant" in finding.message and "--max-model-len that keeps it" in finding.hint
     assert plan.argv[plan.argv.index("--attention-backend") + 1] == TRITON
 
 
@@ -232,7 +232,7 @@ def test_a_users_fp8_is_kept_and_gets_the_crash_finding_and_the_fix(release, emp
     plan = _plan(release, profile="h200", kv_cache_dtype="fp8")
     assert plan.serve.flag("--kv-cache-dtype").value == "fp8" and plan.serve.flag("--kv-cache-dtype").reason == "given"
     assert plan.serve.flag("--attention-backend").value == TRITON
-    assert "your --kv-cache-dtype fp8" in _finding(plan).message
+    assert "your --kv-cache-dtype fp8" in _finding(plan).message and "--kv-cache-dtype auto" in _finding(plan).hint
 
 
 def test_a_users_backend_that_still_reaches_flashinfer_is_an_error(release, empty_hub):
@@ -255,6 +255,7 @@ def test_the_dgx_spark_keeps_its_reported_fp8_on_triton_labelled_as_such(release
     assert flag.value == "fp8" and "from public reports (not measured by specdraft)" in flag.reason
     assert plan.serve.flag("--attention-backend") is None
     assert "TRITON_ATTN, MTP assistant TRITON_ATTN" in _finding(plan).message
+    assert "not run by specdraft on a DGX Spark" in _finding(plan).message
 
 
 def test_gpu_evidence_replaces_the_prediction(release, empty_hub, monkeypatch):
