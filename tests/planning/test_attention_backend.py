@@ -271,3 +271,11 @@ def test_gpu_evidence_replaces_the_prediction(release, empty_hub, monkeypatch):
     plan = _plan(release, "0.31.0", profile="h200", kv_cache_dtype="fp8")
     assert plan.serve.flag("--attention-backend").value == TRITON
     assert "observed on h200 with vLLM 0.31.0" in plan.serve.flag("--attention-backend").reason
+
+
+def test_the_json_plan_carries_the_backends_it_expects(release, empty_hub):
+    """What the GPU's engine log can be compared with: the backends per model and how they are known."""
+    kv_cache = _plan(release, profile="h200", kv_cache_dtype="fp8").to_json_dict()["kv_cache"]
+    assert kv_cache["dtype"] == "fp8" and kv_cache["attention_backend"] == TRITON
+    assert kv_cache["backends"]["drafter"] == TRITON and kv_cache["failure"]["issues"] == [48848, 48495]
+    json.dumps(kv_cache)
