@@ -15,6 +15,7 @@ from specdraft.families import rules_for
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
+from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache, fa4_available
 from specdraft.planning._k_schedule import MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
@@ -33,6 +34,8 @@ class Decisions(BaseModel):
     hybrid_kv_reason: str | None
     """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on."""
     memory: MemoryChoice
+    kv_cache: KVCacheChoice
+    """``--kv-cache-dtype`` and ``--attention-backend``: the one place both are decided."""
     template: TemplateChoice
     async_scheduling: AsyncSchedulingDecision
     k_schedule: KScheduleDecision
@@ -94,9 +97,18 @@ def decide(facts: LaunchFacts) -> Decisions:
                                    runner=_model_runner(request, facts, speculative.resolved_method))
     speculative = speculative.with_k_schedule(k_schedule)
     hybrid = hybrid_kv_reason(target, draft)
-    memory = choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel)
+
+    def memory_at(kv_cache_dtype: str) -> MemoryChoice:
+        return choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel,
+                             kv_cache_dtype=kv_cache_dtype)
+
+    kv_cache = decide_kv_cache(profile=request.profile, version=facts.vllm.version,
+                               method=speculative.resolved_method, given_dtype=request.kv_cache_dtype,
+                               extra_args=request.extra_args, multimodal_target=target.is_known and target.is_multimodal,
+                               has_fa4=fa4_available(facts.vllm.root), memory_at=memory_at)
     return Decisions(
-        parallel=parallel, speculative=speculative, hybrid_kv_reason=hybrid, memory=memory,
+        parallel=parallel, speculative=speculative, hybrid_kv_reason=hybrid, memory=memory_at(kv_cache.dtype),
+        kv_cache=kv_cache,
         template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
         async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
                                                  choice=request.async_scheduling,

@@ -14,6 +14,7 @@ from specdraft.families import ModelFamily, rules_for
 from specdraft.planning._checks import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._kv_cache import ATTENTION_BACKEND_FLAG
 from specdraft.planning._moe_backend import choose_moe_backend
 from specdraft.planning._serve_plan import ServeFlag
 
@@ -97,8 +98,15 @@ def gpu_memory_utilization(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
 
 
 def kv_cache_dtype(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
-    dtype = facts.request.kv_cache_dtype
-    return ServeFlag(name="--kv-cache-dtype", value=dtype, reason="fp8 halves KV memory" if dtype == "fp8" else "given")
+    choice = decided.kv_cache
+    return ServeFlag(name="--kv-cache-dtype", value=choice.dtype, reason=choice.dtype_reason)
+
+
+def attention_backend(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
+    choice = decided.kv_cache
+    if choice.attention_backend is None:
+        return None
+    return ServeFlag(name=ATTENTION_BACKEND_FLAG, value=choice.attention_backend, reason=choice.attention_reason)
 
 
 def prefix_caching(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
@@ -197,7 +205,7 @@ def chat_template(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 
 SERVE_FLAG_RULES: tuple[FlagRule, ...] = (
     quantization, moe_backend, revision, tensor_parallel, pipeline_parallel, data_parallel, speculative_config,
-    max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_dtype, prefix_caching,
+    max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_dtype, attention_backend, prefix_caching,
     hybrid_kv_cache_manager, language_model_only, async_scheduling, trust_remote_code,
     auto_tool_choice, tool_call_parser, reasoning_parser, content_format, thinking_default, chat_template,
 )

@@ -36,13 +36,14 @@ def _utilization(request: LaunchRequest) -> tuple[float, str]:
 
 
 def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint | None, *, hybrid_kv_cache_manager: bool,
-                  parallel: ParallelPlan) -> MemoryChoice:
-    """The context length and utilization for the pair on one GPU of ``request.profile`` under ``parallel``."""
+                  parallel: ParallelPlan, kv_cache_dtype: str) -> MemoryChoice:
+    """The context length and utilization for the pair on one GPU of ``request.profile`` under ``parallel``, with a
+    ``kv_cache_dtype`` KV cache."""
     utilization, utilization_reason = _utilization(request)
 
     def memory_at(tokens: int) -> MemoryPlan:
         return plan_memory(target, draft if draft is not None and draft.is_known else None, PROFILES[request.profile], max_model_len=tokens,
-                           gpu_memory_utilization=utilization, kv_cache_dtype=request.kv_cache_dtype,
+                           gpu_memory_utilization=utilization, kv_cache_dtype=kv_cache_dtype,
                            max_num_seqs=request.max_num_seqs, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
                            tensor_parallel_size=parallel.tensor_parallel_size,
                            draft_tensor_parallel_size=parallel.draft_tensor_parallel_size,

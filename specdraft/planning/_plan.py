@@ -17,6 +17,7 @@ from specdraft.planning._checks import HYBRID_FLAG, PairFacts, check_pair
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts
 from specdraft.planning._k_schedule import KScheduleDecision
+from specdraft.planning._kv_cache import KVCacheChoice
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
@@ -64,6 +65,8 @@ class LaunchPlan(BaseModel):
     """K per batch size: the schedule or the one K, and why."""
     parallel: ParallelPlan
     """TP, PP, DP and the draft's TP on the request's GPUs and nodes."""
+    kv_cache: KVCacheChoice | None = None
+    """The KV dtype and the attention backends the server will run on (predicted or observed), and why."""
     nodes: list[NodeCommand]
     """One command per node, each starting with that node's hotfix step (one entry on a single host)."""
     container_nodes: list[NodeCommand]
@@ -94,6 +97,7 @@ class LaunchPlan(BaseModel):
             "async_scheduling": self.async_scheduling.model_dump(),
             "k_schedule": self.k_schedule.model_dump(mode="json"),
             "parallel": self.parallel.model_dump(),
+            "kv_cache": self.kv_cache.model_dump() if self.kv_cache else None,
             "nodes": [{**node.model_dump(), "script": node.script} for node in self.nodes],
             "ok": not self.has_errors,
         }
@@ -150,7 +154,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
         target=facts.target, draft=facts.draft, method_ranking=facts.ranking, vllm=facts.vllm,
         template=decided.template, async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
-        parallel=decided.parallel,
+        parallel=decided.parallel, kv_cache=decided.kv_cache,
         nodes=_node_commands(facts, decided, pair, serve),
         container_nodes=_node_commands(facts, decided, pair, serve, in_container=True),
     )

@@ -11,6 +11,7 @@ from specdraft.findings import Finding
 from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._kv_cache import kv_cache_findings
 from specdraft.planning._memory import MemoryPlan
 from specdraft.planning._nodes import VLLM_CLI_MODULE
 from specdraft.planning._serve_plan import ServeFlag
@@ -143,6 +144,7 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
                                 message=f"the server starts on {name}: {runner.reason}"))
     memory = decided.memory
     findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
+    findings += kv_cache_findings(decided.kv_cache)
     unweighed = [c.ref for c in (facts.target, facts.draft) if c is not None and c.is_known and c.weight_bytes is None]
     if unweighed:
         findings.append(Finding(level="warning", check="memory",

@@ -206,7 +206,7 @@ def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     moe_backend = choose_moe_backend(facts.target, facts.vllm.version, request.profile)
     return release_verdicts(
         facts.target, facts.draft, method=resolved_method(config, facts.draft), k=config.num_speculative_tokens,
-        max_model_len=decided.memory.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
+        max_model_len=decided.memory.max_model_len, kv_cache_dtype=decided.kv_cache.dtype,
         tensor_parallel_size=decided.parallel.tensor_parallel_size,
         draft_tensor_parallel_size=decided.parallel.draft_tensor_parallel_size,
         version=facts.vllm.version, profile=decided.parallel.topology.name, gpus=decided.parallel.topology.gpus,

@@ -185,7 +185,8 @@ def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_
         first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
         assert first_words in text, (name, first_words)
     assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,ngram,ngram_gpu,suffix,auto}" in text
-    assert "(default: fp8)" in text and "(default: apply)" in text
+    assert "unset: auto (bf16, measured faster than fp8 on H200)" in " ".join(text.split())
+    assert "(default: apply)" in text
 
 
 def test_options_reach_the_request_and_unset_ones_keep_the_models_defaults(specdraft_cli):
