@@ -1,0 +1,184 @@
+"""Served speedups and attention backends on the real kernel stack (FA4 + FlashInfer + quack, as vLLM 0.26.0
+declares them), one server per GPU, started in parallel and benched one at a time.
+
+Each scenario is ``TARGET:DRAFT:KV:ALPHA:SEQS[:EXTRA]`` (folders of benchmarks/gpu/configs, short names below):
+``specdraft launch --target T --draft D --kv-cache-dtype KV --max-num-seqs SEQS --dry-run --json --
+--load-format dummy ...`` plans it on this machine's profile; its ``exec_argv`` is served, with forced
+acceptance alpha^i added to ``--speculative-config`` (ALPHA ``alone``: the same plan without
+``--speculative-config``, the baseline; EXTRA ``triton``: ``--attention-backend TRITON_ATTN`` planned in after
+``--``). Servers of one batch start together, one per GPU
+(``CUDA_VISIBLE_DEVICES``), so their torch.compile runs overlap; once all are up (or dead) each is benched
+alone (``specdraft bench``, 256 tokens, 8 requests at concurrency 1, 32 at 16), then all are stopped.
+
+Every row records the attention backends the engine log names (``VLLM_LOG_MODEL_INSPECTION=1`` also prints the
+per-layer view), and a server that dies records its log's tail: the reported MTP + fp8 KV start-up crash
+shows up here. Run from the repository root with the real stack installed (install_parts.sh):
+
+    PYTHONPATH=/tmp/site:/tmp/sdsite:$PWD python3 benchmarks/gpu/realstack/served_real.py --out "$OUT" \\
+        --deadline-s 540 t26:a26:fp8:0.85:1 t26:a26:fp8:alone:1 ...
+
+Rows accumulate in /tmp/realstack/rows.jsonl (a scenario already there is skipped while the machine stays warm);
+OUT gets rows.jsonl and one tar.gz of plans, bench JSON and server logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+GPU_DIR = Path.cwd() / "benchmarks" / "gpu"
+"""serving.py, sweep.py and configs/: run from the repository root (this script may travel as a copy elsewhere)."""
+sys.path.insert(0, str(GPU_DIR))
+from serving import PY, MODEL, forced, plan, profile, refusals, specdraft  # noqa: E402  (benchmarks/gpu)
+
+from specdraft.testbed.processes import DeadlineReached, ProcessGroups, free_port, healthy  # noqa: E402
+
+WORK = Path("/tmp/realstack")
+FOLDERS = {"t26": "target26b", "a26": "assistant26b", "t31": "target31b", "a31": "assistant31b",
+           "e2b": "draftE2B"}
+EXTRAS = {"": (), "triton": ("--attention-backend", "TRITON_ATTN")}
+BENCH_S = int(os.environ.get("BENCH_S", "45"))  # seconds kept per server for its bench
+STOP_S = 30
+BACKEND_LINE = re.compile(
+    r"backend|FlashAttention|flash_attn|FA4|FA3|FlashInfer|flashinfer|TRITON|Triton|kv.cache.dtype|fp8|"
+    r"model runner|Traceback|Error|error:", re.IGNORECASE)
+NOISE = re.compile(r"^\$ \[|GET /health|POST /v1|Avg prompt throughput|metrics")
+
+
+def checkpoints(needed: set[str]) -> dict[str, Path]:
+    from specdraft.testbed.tiny import write_dummy_checkpoint
+
+    out = {}
+    for short in needed:
+        target = WORK / "ck" / short
+        if not (target / "config.json").exists():
+            write_dummy_checkpoint(GPU_DIR / "configs" / FOLDERS[short], target)
+        out[short] = target
+    return out
+
+
+def backend_lines(log: Path) -> list[str]:
+    """Distinct log lines naming an attention backend (timestamps and PIDs cut), in order of appearance."""
+    seen, lines = set(), []
+    for line in log.read_text(errors="replace").splitlines():
+        if not BACKEND_LINE.search(line) or NOISE.search(line):
+            continue
+        text = re.sub(r"^.*?\] ", "", re.sub(r"\x1b\[[0-9;]*m", "", line)).strip()[:400]
+        if text and text not in seen:
+            seen.add(text)
+            lines.append(text)
+    return lines[:80]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--deadline-s", type=float, default=540)
+    parser.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all)")
+    parser.add_argument("scenarios", nargs="+")
+    args = parser.parse_args()
+    t0 = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    rows_path = WORK / "rows.jsonl"
+    done = {row["scenario"] for row in map(json.loads, rows_path.read_text().splitlines())
+            if "error" not in row} if rows_path.exists() else set()  # a failed scenario named again runs again
+    gpus = (args.gpus or os.environ.get("GPUS") or ",".join(
+        str(i) for i in range(len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+                                  .stdout.strip().splitlines())))).split(",")
+    todo = [s for s in args.scenarios if s not in done]
+    needed = {part for s in todo for part in s.split(":")[:2]}
+    models = checkpoints(needed)
+    prof = profile()
+    print(f"profile {prof}, GPUs {gpus}, to do {todo}", flush=True)
+
+    def record(row: dict) -> None:
+        with open(rows_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        print("ROW", json.dumps({k: v for k, v in row.items() if k not in ("backends", "error_tail")}), flush=True)
+
+    try:
+        with ProcessGroups(WORK / "process-groups", deadline_s=args.deadline_s) as groups:
+            for start in range(0, len(todo), len(gpus)):
+                batch = todo[start:start + len(gpus)]
+                if groups.left_s() < 200 + BENCH_S * len(batch) + STOP_S:
+                    print(f"not starting {batch}: {groups.left_s():.0f} s left", flush=True)
+                    break
+                live = []
+                for gpu, scenario in zip(gpus, batch):
+                    target, draft, kv, alpha, seqs, *extra = scenario.split(":")
+                    extra = extra[0] if extra else ""
+                    port = free_port()
+                    document = plan(models[target], models[draft], "--kv-cache-dtype", kv, "--max-num-seqs", seqs,
+                                    port=port, serve_args=EXTRAS[extra])
+                    safe = scenario.replace(":", "_")
+                    (WORK / "logs" / f"{safe}.plan.json").write_text(json.dumps(document, indent=2))
+                    row = {"scenario": scenario, "target": FOLDERS[target], "draft": FOLDERS[draft], "kv": kv,
+                           "alpha": None if alpha == "alone" else float(alpha), "max_num_seqs": int(seqs),
+                           "gpu": gpu, "profile": prof, "extra": " ".join(EXTRAS[extra])}
+                    if refusals(document) or not document.get("exec_argv"):
+                        row["error"] = f"plan refused: {refusals(document)}"[:1000]
+                        record(row)
+                        continue
+                    spec = document["speculative_config"]
+                    row.update(method=spec.get("method"), k=spec.get("num_speculative_tokens"))
+                    argv = forced(document["exec_argv"], None if alpha == "alone" else float(alpha))
+                    log = WORK / "logs" / f"{safe}.log"
+                    env = {"CUDA_VISIBLE_DEVICES": gpu, "VLLM_LOG_MODEL_INSPECTION": "1",
+                           "VLLM_CACHE_ROOT": f"/tmp/vllm-cache-{gpu}"}
+                    process = groups.start(argv, log, env)
+                    live.append((scenario, safe, row, process, port, log, time.monotonic()))
+                # wait for all of the batch
+                reserve = BENCH_S * len(live) + STOP_S
+                up = {}
+                for scenario, safe, row, process, port, log, started in live:
+                    ok = healthy(port, [process], max(groups.left_s() - reserve, 1))
+                    up[scenario] = ok
+                    row["start_s"] = round(time.monotonic() - started, 1)
+                    if not ok:
+                        row["error"] = "not healthy" if process.poll() is None else f"exited {process.returncode}"
+                        groups.stop(process)
+                for scenario, safe, row, process, port, log, started in live:
+                    if up[scenario]:
+                        seqs = row["max_num_seqs"]
+                        out = WORK / "logs" / f"{safe}.bench.json"
+                        done_bench = None
+                        try:
+                            done_bench = specdraft(
+                                "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL,
+                                "--max-tokens", "256", "--requests", str(8 if seqs == 1 else 2 * seqs),
+                                "--concurrency", str(seqs), "--out", str(out),
+                                timeout=max(groups.left_s() - STOP_S, 1))
+                            level = json.loads(out.read_text())["levels"][0]
+                            tok_s = level.get("decode_tok_s")
+                            length = (level.get("spec_decode") or {}).get("mean_acceptance_length")
+                            row.update(decode_tok_s=tok_s, mean_acceptance_length=length,
+                                       output_tok_s=level.get("output_tok_s"), ttft_s=level.get("ttft_s"))
+                        except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
+                            row["error"] = f"bench: {type(exc).__name__}: {exc}"[:500]
+                            if done_bench is not None:
+                                row["bench_stderr"] = (done_bench.stderr or "")[-1000:]
+                        groups.stop(process)
+                    row["backends"] = backend_lines(log)
+                    if "error" in row:
+                        row["error_tail"] = log.read_text(errors="replace").splitlines()[-60:]
+                    record(row)
+    except DeadlineReached:
+        print("deadline reached", flush=True)
+    finally:
+        (args.out / "rows.jsonl").write_text(rows_path.read_text() if rows_path.exists() else "")
+        with tarfile.open(args.out / "realstack.tar.gz", "w:gz") as tar:
+            tar.add(WORK / "logs", arcname="logs")
+        print(f"driver done in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
