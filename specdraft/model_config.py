@@ -170,13 +170,17 @@ def _first_non_finite(document: object) -> tuple[str, float] | None:
     return None
 
 
-def check_model_config(config: Mapping, path: Path | str) -> None:
-    """Refuse (``UserError``) a config.json whose fields no model has; pure, reads no file."""
+def check_model_config(config: Mapping, path: Path | str, *, needs: tuple[str, ...] | None = None) -> None:
+    """Refuse (``UserError``) a config.json whose fields no model has; pure, reads no file.
+
+    ``needs``: the language model's keys the reader cannot do without, which must be whole numbers (default: what
+    the config's family needs to plan it, ``ModelFamily.required_shape_keys``)."""
     non_finite = _first_non_finite(config)
     if non_finite is not None:
         field, value = non_finite
         raise _refuse(path, field, value, "not a finite number")
-    if not any(config.get(key) for key in _IDENTITY):
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if not any(config.get(key) for key in _IDENTITY) and not text.get("model_type"):
         raise UserError(f"{path}: no {', '.join(_IDENTITY[:-1])} or {_IDENTITY[-1]}; not a model's config.json",
                         hint="pass the directory of a Hugging Face checkpoint (its config.json names its model_type)")
     for key, check in TOP_FIELDS.items():
@@ -187,13 +191,13 @@ def check_model_config(config: Mapping, path: Path | str) -> None:
             _check_field(path, prefix + key, stack.get(key), check)
         _check_stack_together(path, prefix, stack)
     family = family_of(config)
-    if family is not None:
-        prefix = "text_config." if isinstance(config.get("text_config"), dict) else ""
-        text = config.get("text_config") or config
-        for key in family.required_shape_keys(config):
-            if not _is_whole(text.get(key)):
-                raise _refuse(path, prefix + key, text.get(key),
-                              f"but a {family.display_name} {family.kind(config)} config needs it as a whole number")
+    if needs is None:
+        needs = family.required_shape_keys(config) if family is not None else ()
+    prefix = "text_config." if text is not config else ""
+    whose = f"a {family.display_name} {family.kind(config)} config" if family is not None else "specdraft"
+    for key in needs:
+        if not _is_whole(text.get(key)):
+            raise _refuse(path, prefix + key, text.get(key), f"but {whose} needs it as a whole number")
 
 
 def _check_field(path: Path | str, field: str, value: object, check: Check) -> None:
@@ -243,11 +247,12 @@ def read_json_document(path: Path, *, what: str, hint: str) -> object:
     return value
 
 
-def read_model_config(path: Path) -> dict:
-    """The config.json at ``path``, checked (``check_model_config``); ``UserError`` for anything else."""
+def read_model_config(path: Path, *, needs: tuple[str, ...] | None = None) -> dict:
+    """The config.json at ``path``, checked (``check_model_config``, with ``needs``); ``UserError`` for anything
+    else."""
     hint = f"check {path.name}, or download the checkpoint again (e.g. hf download REPO)"
     value = read_json_document(path, what="model config", hint=hint)
     if not isinstance(value, dict):
         raise UserError(f"{path}: a JSON {type(value).__name__}, not an object; not a checkpoint file", hint=hint)
-    check_model_config(value, path)
+    check_model_config(value, path, needs=needs)
     return value
