@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from specdraft.errors import ExitCode, UserError
+from specdraft.paths import refuse_special_file
 
 
 def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
@@ -110,6 +111,7 @@ def run_check(args: argparse.Namespace) -> ExitCode:
 
 
 def _read_template(file: Path) -> str:
+    refuse_special_file(file, what="chat template", hint="pass the path of a Jinja chat template")
     try:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
