@@ -24,6 +24,8 @@ from specdraft.errors import UserError
 
 PYTHON_TIMEOUT_VARIABLE = "SPECDRAFT_PYTHON_TIMEOUT"
 DEFAULT_PYTHON_TIMEOUT_S = 60.0
+_DRAIN_S = 1.0
+"""How long the output of a child that has exited is still read (a pipe held open by what it left running)."""
 
 
 def interpreter_timeout_s() -> float:
@@ -82,18 +84,23 @@ def run_bounded(argv: Sequence[str], *, timeout_s: float, max_bytes: int = 16 * 
         for reader in readers:
             reader.start()
         end = time.monotonic() + timeout_s
-        while any(r.is_alive() for r in readers) and not over.is_set() and time.monotonic() < end:
-            readers[0].join(0.05)
-        finished = not over.is_set() and not any(r.is_alive() for r in readers)
-        if finished:
+        while process.poll() is None and not over.is_set() and time.monotonic() < end:
             try:
-                process.wait(timeout=max(0.0, end - time.monotonic()))
+                process.wait(timeout=0.05)
             except subprocess.TimeoutExpired:
-                finished = False
+                pass
+        finished = process.poll() is not None and not over.is_set()
+        if finished:
+            # What it wrote before exiting is in the pipes; what it left running may hold them open for good.
+            drained_by = min(end, time.monotonic() + _DRAIN_S)
+            for reader in readers:
+                reader.join(max(0.0, drained_by - time.monotonic()))
     finally:
         _kill_group(process)  # after a normal exit too: what it left running in the background goes with it
-        for stream in (process.stdout, process.stderr):
-            stream.close()
+        for reader, stream in zip(readers, (process.stdout, process.stderr)):
+            reader.join(_DRAIN_S)
+            if not reader.is_alive():  # one still reading holds a pipe of a process outside the group
+                stream.close()
     return Captured(returncode=process.returncode if finished else None, stdout=bytes(buffers["stdout"]),
                     stderr=bytes(buffers["stderr"]), over=over.is_set())
 
