@@ -51,14 +51,39 @@ def still_running(pids: list[int], grace_s: float = 2.0) -> list[int]:
 
 
 @contextmanager
-def stalled_server() -> Iterator[str]:
-    """A socket on localhost that accepts every connection and never sends a byte; yields ``http://127.0.0.1:PORT``."""
+def stalled_server(answers: dict[str, bytes] | None = None) -> Iterator[str]:
+    """A socket on localhost that accepts every connection and never answers; yields ``http://127.0.0.1:PORT``.
+
+    ``answers``: request paths (``GET /v1/models``) it does answer, with these bytes as a 200 JSON reply; every
+    other request is held unanswered (a server whose engine is stuck while its HTTP front still lists models)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     listener.settimeout(0.1)
     held: list[socket.socket] = []
     stop = threading.Event()
+
+    def serve(connection: socket.socket) -> None:
+        connection.settimeout(0.1)
+        data = b""
+        while not stop.is_set():
+            try:
+                chunk = connection.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            data += chunk
+            while b"\r\n\r\n" in data:
+                head, data = data.split(b"\r\n\r\n", 1)
+                words = head.split(b" ", 2)
+                body = (answers or {}).get(f"{words[0].decode()} {words[1].decode().split('?')[0]}")
+                if body is None:
+                    return  # held: the connection stays open, unanswered, until the server stops
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                   + str(len(body)).encode() + b"\r\n\r\n" + body)
 
     def accept() -> None:
         while not stop.is_set():
@@ -67,6 +92,7 @@ def stalled_server() -> Iterator[str]:
             except OSError:
                 continue
             held.append(connection)
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()

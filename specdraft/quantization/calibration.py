@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from specdraft.errors import UserError
-from specdraft.paths import refuse_special_file
 from specdraft.jsonl import read_jsonl
 
 # Files that make a directory's tokenizer loadable with transformers' AutoTokenizer.
@@ -161,7 +160,6 @@ def _read_calibration_file(path: Path) -> list[str | list[dict]]:
             else:
                 raise UserError(f"{path}:{number}: expected {{\"text\": ...}} or {{\"messages\": [...]}}")
     else:
-        refuse_special_file(path, what="calibration file", hint=hint)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
