@@ -50,3 +50,4 @@ def test_a_timeout_that_is_not_seconds_is_refused_before_any_connection(capsys, 
     with stalled_server() as url:
         code, err, seconds = _bench(capsys, url, "--timeout", value)
     assert code == 2 and err.startswith("specdraft: error: --timeout must be seconds above 0") and seconds < 5
+
