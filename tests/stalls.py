@@ -51,11 +51,12 @@ def still_running(pids: list[int], grace_s: float = 2.0) -> list[int]:
 
 
 @contextmanager
-def stalled_server(answers: dict[str, bytes] | None = None) -> Iterator[str]:
+def stalled_server(answers: dict[str, bytes] | None = None, otherwise: bytes | None = None) -> Iterator[str]:
     """A socket on localhost that accepts every connection and never answers; yields ``http://127.0.0.1:PORT``.
 
-    ``answers``: request paths (``GET /v1/models``) it does answer, with these bytes as a 200 JSON reply; every
-    other request is held unanswered (a server whose engine is stuck while its HTTP front still lists models)."""
+    ``answers``: requests (``GET /v1/models``) it does answer, with these bytes as a 200 JSON reply; every other
+    request is held unanswered (a server whose engine is stuck while its HTTP front still lists models), or
+    answered with the raw bytes ``otherwise`` (an HTTP error, or what is no HTTP at all) when given."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -80,6 +81,10 @@ def stalled_server(answers: dict[str, bytes] | None = None) -> Iterator[str]:
                 head, data = data.split(b"\r\n\r\n", 1)
                 words = head.split(b" ", 2)
                 body = (answers or {}).get(f"{words[0].decode()} {words[1].decode().split('?')[0]}")
+                if body is None and otherwise is not None:
+                    connection.sendall(otherwise)
+                    connection.shutdown(socket.SHUT_WR)
+                    return
                 if body is None:
                     return  # held: the connection stays open, unanswered, until the server stops
                 connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
