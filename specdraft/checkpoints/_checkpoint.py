@@ -194,17 +194,19 @@ def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], t
     generation = _read_json(directory / "generation_config.json") if directory else None
     if generation and generation.get("eos_token_id") is not None:
         eos = generation["eos_token_id"]
-    eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
+    eos_ids = tuple(i for i in (eos if isinstance(eos, list) else [eos]) if type(i) is int)
     tokenizer = _read_json(directory / "tokenizer_config.json") if directory else None
-    added = [{"id": int(i), **t} for i, t in ((tokenizer or {}).get("added_tokens_decoder") or {}).items()
-             if isinstance(t, dict)]
+    decoder = (tokenizer or {}).get("added_tokens_decoder")
+    added = [{"id": int(i), **t} for i, t in (decoder.items() if isinstance(decoder, dict) else ())
+             if isinstance(t, dict) and i.isdecimal()]
     if not added and directory:
         added = _tokenizer_json_added_tokens(directory / "tokenizer.json")
     # The draft reuses the target's tokenizer, so a draft trained with other ids for these proposes
     # the wrong tokens.
     pairing = rules_for(config).pairing_tokens
     for token in added:
-        if token.get("content") in pairing:
+        # an id that is not a whole number (true, 1.5, NaN) names no token
+        if token.get("content") in pairing and type(token.get("id")) is int:
             ids[token["content"]] = int(token["id"])
     return ids, eos_ids
 

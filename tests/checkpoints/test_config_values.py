@@ -151,3 +151,14 @@ def test_files_beside_the_config_that_are_fifos_are_skipped(tmp_path):
     for name in ("generation_config.json", "tokenizer_config.json", "tokenizer.json"):
         os.mkfifo(directory / name)
     assert inspect_checkpoint(str(directory)).vocab_size == 262144
+
+
+def test_token_ids_that_are_not_whole_numbers_name_no_token(tmp_path):
+    directory = write_checkpoint(
+        tmp_path / "t", shipped_config("google/gemma-4-E2B-it"),
+        tokenizer_config={"added_tokens_decoder": {"abc": {"content": "<bos>"}, "2": {"content": "<eos>", "id": True},
+                                                   "106": {"content": "<turn|>"}}},
+        generation_config={"eos_token_id": [{"a": 1}, 1, True, 1.5]})
+    checkpoint = inspect_checkpoint(str(directory))
+    assert checkpoint.eos_token_ids == (1,)
+    assert checkpoint.special_token_ids["<turn|>"] == 106 and "<eos>" not in checkpoint.special_token_ids
