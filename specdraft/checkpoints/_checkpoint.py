@@ -189,7 +189,7 @@ def _quantization(directory: Path) -> Quantization:
 def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], tuple[int, ...]]:
     text = config.get("text_config") or config
     ids = {name: text[key] for name, key in (("bos", "bos_token_id"), ("pad", "pad_token_id"))
-           if isinstance(text.get(key), int)}
+           if type(text.get(key)) is int}
     eos = config.get("eos_token_id", text.get("eos_token_id"))
     generation = _read_json(directory / "generation_config.json") if directory else None
     if generation and generation.get("eos_token_id") is not None:

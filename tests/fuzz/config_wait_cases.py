@@ -33,13 +33,13 @@ VALUES = (None, True, False, "", "x", "NaN", -1, 0, 1, 3, 2**31, 2**63, -2**63, 
 POSITIVE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
             "global_head_dim", "num_global_key_value_heads", "vocab_size", "max_position_embeddings",
             "sliding_window", "moe_intermediate_size", "num_experts", "top_k_experts")
-NON_NEGATIVE = ("num_kv_shared_layers", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
-                "bos_token_id", "pad_token_id")
+NON_NEGATIVE = ("num_kv_shared_layers", "hidden_size_per_layer_input", "vocab_size_per_layer_input")
 FLAGS = ("enable_moe_block", "attention_k_eq_v", "use_double_wide_mlp", "tie_word_embeddings")
 NAMES = ("model_type", "dtype")
 TOP_POSITIVE = ("backbone_hidden_size", "target_hidden_size", "draft_vocab_size")
 UNREAD = ("initializer_range", "rope_parameters", "final_logit_softcapping", "use_cache")
-TEXT_FIELDS = POSITIVE + NON_NEGATIVE + FLAGS + NAMES + ("intermediate_size", "layer_types", "eos_token_id") + UNREAD
+TEXT_FIELDS = POSITIVE + NON_NEGATIVE + FLAGS + NAMES + ("intermediate_size", "layer_types", "eos_token_id", "bos_token_id",
+                                                     "pad_token_id") + UNREAD
 TOP_FIELDS = TOP_POSITIVE + ("architectures", "text_config", "quantization_config", "model_type") + UNREAD
 SIZE_CAP = 2**27
 """Above every size a model has (the largest bound specdraft allows is 2**27 positions)."""
