@@ -74,3 +74,18 @@ def test_a_fifo_given_as_a_file_is_refused_before_it_is_opened(tmp_path, name):
 def test_a_device_given_as_a_template_is_refused():
     code, err = _run(["template", "check", "/dev/zero"])
     assert code == 2 and err.startswith("specdraft: error: chat template /dev/zero is a device, not a regular file")
+
+
+def test_a_vllm_on_path_that_is_a_fifo_is_not_read(tmp_path, monkeypatch):
+    from specdraft.planning._vllm_install import python_behind_vllm
+
+    os.mkfifo(tmp_path / "vllm")
+    (tmp_path / "vllm").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(_Hung()))
+    signal.alarm(SECONDS)
+    try:
+        assert python_behind_vllm() is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
