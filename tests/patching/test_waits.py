@@ -5,6 +5,8 @@ for cluster status); a timeout that is not a number of seconds is bad input."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -106,3 +108,28 @@ def test_an_interrupted_wait_stops_the_child(tmp_path):
         assert len(started_by_it) == 2 and still_running(started_by_it) == []
     finally:
         kill_leftovers(started_by_it)
+
+
+def test_an_apply_waits_for_the_lock_of_another_run_only_so_long(tree_of, monkeypatch, capsys):
+    from specdraft.cli import main
+    from specdraft.patching import journal
+
+    root = tree_of("0.31.0")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "handle = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(handle, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True)\ntime.sleep(60)", str(root / "vllm")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        before = {p: p.read_bytes() for p in (root / "vllm").rglob("*.py")}
+        monkeypatch.setattr(journal, "LOCK_TIMEOUT_S", 0.5)
+        started = time.monotonic()
+        code = main(["patch", "apply", "--vllm-root", str(root)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith(f"specdraft: error: another process has held the lock on {root / 'vllm'} "
+                                            "for 0.5 s; nothing was changed")
+        assert time.monotonic() - started < 10
+        assert {p: p.read_bytes() for p in (root / "vllm").rglob("*.py")} == before
+    finally:
+        holder.kill()
+        holder.wait()
