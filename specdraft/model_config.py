@@ -29,6 +29,14 @@ _STACKS = ("text_config", "transformer_layer_config")
 """Where a config nests its language model (multimodal configs; speculators-format drafters)."""
 _IDENTITY = ("model_type", "architectures", "speculators_model_type", "dflash_config")
 """A model's config.json names its model one of these ways (transformers' AutoConfig needs ``model_type``)."""
+# Above the largest of each any model has; 2**27 positions is past every context length published.
+_MAX_WIDTH = 2**20
+_MAX_LAYERS = 2**12
+_MAX_HEADS = 2**12
+_MAX_HEAD_DIM = 2**14
+_MAX_VOCAB = 2**24
+_MAX_POSITIONS = 2**27
+_MAX_EXPERTS = 2**16
 _HINT = "fix that field in config.json, or download the checkpoint again (e.g. hf download REPO)"
 
 
@@ -69,24 +77,17 @@ def _names(value: object) -> str | None:
                  if not isinstance(v, str)), None)
 
 
-def _ids(value: object) -> str | None:
+def _layer_ids(value: object) -> str | None:
     if not isinstance(value, list):
         return f"not a list of whole numbers (a JSON {_json_type(value)})"
-    token = _count(0, _MAX_VOCAB)
-    return next((f"entry {i}: {why}" for i, v in enumerate(value) if (why := token(v))), None)
+    layer = _count(0, _MAX_LAYERS)
+    return next((f"entry {i}: {why}" for i, v in enumerate(value) if (why := layer(v))), None)
 
 
 def _object(value: object) -> str | None:
     return None if isinstance(value, dict) else f"not an object (a JSON {_json_type(value)})"
 
 
-_MAX_WIDTH = 2**20
-_MAX_LAYERS = 2**12
-_MAX_HEADS = 2**12
-_MAX_HEAD_DIM = 2**14
-_MAX_VOCAB = 2**24
-_MAX_POSITIONS = 2**27
-_MAX_EXPERTS = 2**16
 
 STACK_FIELDS: Mapping[str, Check] = {
     "model_type": _name,
@@ -129,8 +130,8 @@ TOP_FIELDS: Mapping[str, Check] = {
     "backbone_hidden_size": _count(1, _MAX_WIDTH),
     "target_hidden_size": _count(1, _MAX_WIDTH),
     "draft_vocab_size": _count(1, _MAX_VOCAB),
-    "eagle_aux_hidden_state_layer_ids": _ids,
-    "aux_hidden_state_layer_ids": _ids,
+    "eagle_aux_hidden_state_layer_ids": _layer_ids,
+    "aux_hidden_state_layer_ids": _layer_ids,
 }
 """Fields read from the top level only."""
 
