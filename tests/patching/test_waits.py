@@ -4,10 +4,13 @@ for cluster status); a timeout that is not a number of seconds is bad input."""
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +136,29 @@ def test_an_apply_waits_for_the_lock_of_another_run_only_so_long(tree_of, monkey
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("action", ["status", "apply"])
+def test_a_vllm_module_that_is_a_fifo_is_refused_not_waited_on(tree_of, capsys, action):
+    from specdraft.cli import main
+    from specdraft.patching import locate, status
+
+    root = tree_of("0.31.0")
+    module = Path(next(r.file for r in status(locate(vllm_root=root)) if r.file))
+    module.unlink()
+    os.mkfifo(module)
+
+    def hung(*_):
+        raise TimeoutError("waited on the FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        code = main(["patch", action, "--vllm-root", str(root)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    # the engine reads only regular files: the module reads as missing, so its hotfix is drifted (nothing written)
+    assert code in (1, 2) and "Traceback" not in err
+    assert stat.S_ISFIFO(os.stat(module).st_mode)
