@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,8 +154,6 @@ def _special_file_case(rng: random.Random, number: int) -> WaitCase:
     device = rng.random() < 0.2 and fifo.endswith((".jinja", ".jsonl"))
 
     def build(case: Path) -> list[str]:
-        import os
-
         if fifo.startswith("t/"):
             (case / "t").mkdir()
             (case / "t" / "config.json").write_bytes((MODELS / "google__gemma-4-E2B-it.json").read_bytes())
