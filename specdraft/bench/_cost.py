@@ -60,8 +60,12 @@ def load_text_config(path: Path) -> dict:
     path = Path(path)
     if not os.path.lexists(path):
         raise UserError(f"model config {path} does not exist", hint="give the path of a config.json")
-    data = read_model_config(path)
-    text = data.get("text_config", data)
+    return _transformer_text(read_model_config(path), path)
+
+
+def _transformer_text(config: dict, path: Path) -> dict:
+    """The language model's config of ``config``, refused unless it has layers and a width."""
+    text = config.get("text_config", config)
     if "num_hidden_layers" not in text or "hidden_size" not in text:
         raise UserError(f"{path} is not a transformer config.json (no num_hidden_layers/hidden_size)")
     return text
@@ -170,8 +174,8 @@ def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
     if os.path.lexists(path) and not path.is_dir():
         if path.suffix != ".json":
             raise UserError(f"{ref} is not a config.json", hint="give a config.json, a checkpoint directory or a repo id")
-        load_text_config(path)  # refuses files that are not transformer configs
         config = read_model_config(path)
+        _transformer_text(config, path)  # refuses files that are not transformer configs
         quant = config.get("quantization_config") or {}
         method, algo, basis = quant.get("quant_method"), quant.get("quant_algo"), str(path)
     else:
