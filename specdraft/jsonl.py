@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from specdraft.errors import UserError
+from specdraft.paths import refuse_special_file
 
 
 def read_jsonl(path: Path, *, what: str, hint: str) -> list[tuple[int, Any]]:
@@ -16,6 +17,7 @@ def read_jsonl(path: Path, *, what: str, hint: str) -> list[tuple[int, Any]]:
     missing or unreadable file, one that is not UTF-8 text, or a line that is not JSON.
     """
     path = Path(path)
+    refuse_special_file(path, what=what, hint=hint)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -32,4 +34,6 @@ def read_jsonl(path: Path, *, what: str, hint: str) -> list[tuple[int, Any]]:
             records.append((number, json.loads(line)))
         except json.JSONDecodeError as err:
             raise UserError(f"{path}:{number}: not JSON ({err.msg})", hint=hint) from None
+        except RecursionError:
+            raise UserError(f"{path}:{number}: JSON nested deeper than a reader follows", hint=hint) from None
     return records

@@ -15,6 +15,7 @@ from math import prod
 from pathlib import Path
 
 from specdraft.errors import UserError
+from specdraft.paths import refuse_special_file
 
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
 # Bytes per element of the whole-byte dtypes (safetensors' Dtype enum); sub-byte ones (F4, F6_*) are not size-checked.
@@ -57,6 +58,7 @@ def element_count(entry: TensorEntry) -> int:
 
 def _read_header(path: Path) -> tuple[dict, int]:
     """The JSON header and the number of data bytes after it."""
+    refuse_special_file(path, what="weights file", hint=_REDOWNLOAD)
     try:
         with open(path, "rb") as handle:
             raw_length = handle.read(8)
@@ -72,7 +74,7 @@ def _read_header(path: Path) -> tuple[dict, int]:
         raise UserError(f"{path}: cannot read ({err.strerror})") from None
     try:
         header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise UserError(f"{path}: unreadable safetensors header ({err})", hint=_REDOWNLOAD) from None
     if not isinstance(header, dict):
         raise UserError(f"{path}: the safetensors header is a JSON {type(header).__name__}, not an object",

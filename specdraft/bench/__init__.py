@@ -33,7 +33,9 @@ from specdraft.bench._calibration import (
     speculative_step_ms,
     step_ms,
 )
-from specdraft.bench._client import Progress, RequestTiming, run_bench, served_models
+from specdraft.bench._client import (
+    DEFAULT_TIMEOUT_S, MAX_CONCURRENCY, QUESTION_TIMEOUT_S, Progress, RequestTiming, run_bench, served_models,
+)
 from specdraft.bench._cost import (
     BYTES_PER_PARAM,
     DecodeFootprint,
@@ -81,6 +83,7 @@ from specdraft.bench._tuner import (
 from specdraft.bench._tune import MeasuredRun, Sourced, TuneInputs, TuneReport, TuneRequest, resolve_tune_inputs, tune
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S", "MAX_CONCURRENCY", "QUESTION_TIMEOUT_S",
     "BatchKChoice", "BatchLevel", "BatchStepCosts", "best_k_per_batch_size", "known_batch_step_cost",
     "known_batch_step_costs",
     "BUILTIN_PROMPTS", "BYTES_PER_PARAM", "acceptance_from_result", "BenchResult", "bytes_per_param",

@@ -19,6 +19,18 @@ from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt
 from specdraft.bench._results import BenchResult, LevelResult, Summary
 from specdraft.errors import UserError
 
+DEFAULT_TIMEOUT_S = 600.0
+"""How long a request waits for the server's next bytes (``bench --timeout``): a long prompt queued behind a full
+batch may see its first token minutes after it was sent."""
+MAX_TIMEOUT_S = 86400.0
+QUESTION_TIMEOUT_S = 30.0
+"""``/v1/models`` and ``/metrics`` answer at once on a live server, so a port that takes a connection and never
+answers is found out this soon, not after ``DEFAULT_TIMEOUT_S``."""
+CONNECT_TIMEOUT_S = 10.0
+MAX_CONCURRENCY = 1024
+"""Requests bench keeps in flight at most (each a thread and a connection); vLLM batches 256 sequences by default
+(``--max-num-seqs``), so levels far above what a server runs at once measure its queue, not its batching."""
+
 NO_SPECULATION_NOTE = (
     "the server exports no speculative-decoding metrics (vllm:spec_decode_*): it runs without "
     "--speculative-config, so acceptance fields are null"
@@ -74,13 +86,29 @@ def _root(base_url: str) -> str:
 
 
 def _get(client: httpx.Client, url: str) -> httpx.Response:
+    timeout_s = min(_read_timeout_s(client), QUESTION_TIMEOUT_S)
     try:
-        return client.get(url)
+        return client.get(url, timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S))
+    except httpx.TimeoutException as err:
+        raise _stalled(url, err, timeout_s) from None
     except httpx.HTTPError as err:
         raise UserError(
             f"cannot reach the server at {url}: {type(err).__name__}: {err}",
             hint="start it (python -m specdraft launch ...) or check --base-url",
         ) from None
+
+
+def _read_timeout_s(client: httpx.Client) -> float:
+    return client.timeout.read if client.timeout.read is not None else QUESTION_TIMEOUT_S
+
+
+def _stalled(url: str, err: httpx.TimeoutException, timeout_s: float) -> UserError:
+    if isinstance(err, httpx.ConnectTimeout):
+        return UserError(f"cannot reach the server at {url}: no connection within {CONNECT_TIMEOUT_S:g} s",
+                         hint="start it (python -m specdraft launch ...) or check --base-url")
+    return UserError(f"the server at {url} took the request and sent nothing for {timeout_s:g} s; bench stopped",
+                     hint="check the server's log (is it stuck, or another program on that port?); "
+                          "bench --timeout SECONDS waits longer for a slow one")
 
 
 def served_models(client: httpx.Client, base_url: str) -> list[str]:
@@ -212,6 +240,8 @@ def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prom
                     break
                 now = time.perf_counter() - start
                 clock.add(_chunk(payload, url), now)
+    except httpx.TimeoutException as err:
+        raise _stalled(url, err, _read_timeout_s(client)) from None
     except httpx.HTTPError as err:
         raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
                         hint="check that the server is still up (its log says why it stopped)") from None
@@ -326,12 +356,21 @@ def _level_result(concurrency: int, timings: Sequence[RequestTiming], wall: floa
 
 
 def _check_workload(concurrency: Sequence[int], max_tokens: int, requests: int | None, temperature: float,
-                    duration_s: float | None = None, warmup: int | None = None) -> None:
+                    duration_s: float | None = None, warmup: int | None = None,
+                    timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Refuse a workload before the server is asked anything."""
     if max_tokens < 2:
         raise UserError(f"--max-tokens must be at least 2 to time decoding, got {max_tokens}")
     if not concurrency or min(concurrency) < 1:
         raise UserError(f"--concurrency levels must be >= 1, got {list(concurrency)}")
+    if max(concurrency) > MAX_CONCURRENCY:
+        raise UserError(f"--concurrency {max(concurrency)}: bench keeps at most {MAX_CONCURRENCY} requests in flight "
+                        "(one thread and one connection each)",
+                        hint=f"levels up to the server's --max-num-seqs show its batching; above it requests only queue"
+                             f" (e.g. --concurrency 1,8,64,{MAX_CONCURRENCY})")
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise UserError(f"--timeout must be seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {timeout_s}",
+                        hint=f"--timeout {DEFAULT_TIMEOUT_S:g} (the default) waits ten minutes for a slow server")
     if requests is not None and requests < 1:
         raise UserError(f"--requests must be at least 1 per level, got {requests}",
                         hint="leave it out to send each prompt once (at least one request per slot)")
@@ -360,7 +399,7 @@ def run_bench(
     duration_s: float | None = None,
     warmup: int | None = None,
     temperature: float = 0.0,
-    timeout_s: float = 600.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: Callable[[Progress], None] | None = None,
 ) -> BenchResult:
     """Bench one server: every concurrency level in turn, with acceptance read from its /metrics.
@@ -369,11 +408,13 @@ def run_bench(
     its batch full and the server's first-request costs are paid), then measures ``requests`` requests (default:
     the number of prompts, never fewer than the concurrency) or, with ``duration_s``, as many as fit in that
     many seconds with ``concurrency`` always in flight.
-    Raises ``UserError`` for an unreachable server, a model it does not serve, or a rejected request.
+    ``timeout_s`` bounds every wait for the server's next bytes (``/v1/models`` and ``/metrics`` wait at most
+    ``QUESTION_TIMEOUT_S``). Raises ``UserError`` for an unreachable or stalled server, a model it does not serve,
+    or a rejected request.
     """
-    _check_workload(concurrency, max_tokens, requests, temperature, duration_s, warmup)
+    _check_workload(concurrency, max_tokens, requests, temperature, duration_s, warmup, timeout_s)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0),
+    with httpx.Client(timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
                       limits=httpx.Limits(max_connections=max(concurrency) + 2)) as client:
         check_model(client, base_url, model)
         speculative = scrape_spec_decode(client, base_url, model) is not None

@@ -15,8 +15,8 @@ does not saturate memory bandwidth. Prefer a measured c.
 
 from __future__ import annotations
 
-import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -24,6 +24,7 @@ from typing import Mapping
 from specdraft.errors import UserError
 from specdraft.families import FAMILIES, family_with_layer_formula, rules_for
 from specdraft.checkpoints import inspect_checkpoint
+from specdraft.model_config import read_model_config
 
 BYTES_PER_PARAM: dict[str, float] = {
     "bf16": 2.0,
@@ -56,14 +57,16 @@ class DecodeFootprint:
 
 def load_text_config(path: Path) -> dict:
     """The Gemma 4 text config from a config.json (multimodal ``text_config`` or a text-only config)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"model config {path} does not exist", hint="give the path of a config.json") from None
-    except (OSError, json.JSONDecodeError) as err:
-        raise UserError(f"cannot read model config {path}: {err}") from None
-    text = data.get("text_config", data)
-    if not isinstance(text, dict) or "num_hidden_layers" not in text or "hidden_size" not in text:
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise UserError(f"model config {path} does not exist", hint="give the path of a config.json")
+    return _transformer_text(read_model_config(path), path)
+
+
+def _transformer_text(config: dict, path: Path) -> dict:
+    """The language model's config of ``config``, refused unless it has layers and a width."""
+    text = config.get("text_config", config)
+    if "num_hidden_layers" not in text or "hidden_size" not in text:
         raise UserError(f"{path} is not a transformer config.json (no num_hidden_layers/hidden_size)")
     return text
 
@@ -168,11 +171,11 @@ def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
     weights keep the embedding in BF16, as NVFP4 checkpoints do.
     """
     path = Path(ref).expanduser()
-    if path.is_file():
-        config = json.loads(path.read_text()) if path.suffix == ".json" else None
-        if not isinstance(config, dict):
+    if os.path.lexists(path) and not path.is_dir():
+        if path.suffix != ".json":
             raise UserError(f"{ref} is not a config.json", hint="give a config.json, a checkpoint directory or a repo id")
-        load_text_config(path)  # refuses files that are not transformer configs
+        config = read_model_config(path)
+        _transformer_text(config, path)  # refuses files that are not transformer configs
         quant = config.get("quantization_config") or {}
         method, algo, basis = quant.get("quant_method"), quant.get("quant_algo"), str(path)
     else:

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from specdraft.bench._metrics import SpecDecodeCounters
 from specdraft.errors import UserError
+from specdraft.paths import refuse_special_file
 
 SCHEMA = "specdraft.bench/1"
 
@@ -328,6 +329,7 @@ def check_result_path(path: Path) -> None:
 def load_result(path: Path) -> BenchResult:
     """Read a result written by ``specdraft bench --out``; ``UserError`` if it is missing or not one."""
     path = Path(path)
+    refuse_special_file(path, what="bench result", hint="pass a file written by specdraft bench --out")
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -338,6 +340,8 @@ def load_result(path: Path) -> BenchResult:
                         hint="write one with: python -m specdraft bench ... --out RESULT.json") from None
     except (OSError, json.JSONDecodeError) as err:
         raise UserError(f"cannot read bench result {path}: {err}") from None
+    except RecursionError:
+        raise UserError(f"cannot read bench result {path}: JSON nested deeper than a reader follows") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise UserError(f"{path} is not a specdraft bench result (expected schema {SCHEMA!r})",
                         hint="write one with: python -m specdraft bench ... --out RESULT.json")

@@ -10,12 +10,14 @@ facts stand in, and ``notes`` says so.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from specdraft.errors import UserError
 from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
+from specdraft.model_config import read_model_config
 from specdraft.paths import expand_user
 from specdraft.checkpoints._references import looks_like_path, reference_problem
 from specdraft.checkpoints._shape_facts import find_shape_facts
@@ -147,10 +149,13 @@ class Checkpoint:
 
 
 def _read_json(path: Path) -> dict | None:
-    """A JSON object file; None when missing or unparsable; a file that holds another JSON value is refused."""
+    """A JSON object file beside config.json; None when missing, not a regular file (a FIFO would wait for a
+    writer) or unparsable; a file that holds another JSON value is refused."""
+    if not path.is_file():
+        return None
     try:
         value = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(value, dict):
         raise UserError(f"{path}: a JSON {type(value).__name__}, not an object; not a checkpoint file",
@@ -184,28 +189,32 @@ def _quantization(directory: Path) -> Quantization:
 def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], tuple[int, ...]]:
     text = config.get("text_config") or config
     ids = {name: text[key] for name, key in (("bos", "bos_token_id"), ("pad", "pad_token_id"))
-           if isinstance(text.get(key), int)}
+           if type(text.get(key)) is int}
     eos = config.get("eos_token_id", text.get("eos_token_id"))
     generation = _read_json(directory / "generation_config.json") if directory else None
     if generation and generation.get("eos_token_id") is not None:
         eos = generation["eos_token_id"]
-    eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if isinstance(eos, int) else ())
+    eos_ids = tuple(i for i in (eos if isinstance(eos, list) else [eos]) if type(i) is int)
     tokenizer = _read_json(directory / "tokenizer_config.json") if directory else None
-    added = [{"id": int(i), **t} for i, t in ((tokenizer or {}).get("added_tokens_decoder") or {}).items()
-             if isinstance(t, dict)]
+    decoder = (tokenizer or {}).get("added_tokens_decoder")
+    added = [{"id": int(i), **t} for i, t in (decoder.items() if isinstance(decoder, dict) else ())
+             if isinstance(t, dict) and i.isdecimal()]
     if not added and directory:
         added = _tokenizer_json_added_tokens(directory / "tokenizer.json")
     # The draft reuses the target's tokenizer, so a draft trained with other ids for these proposes
     # the wrong tokens.
     pairing = rules_for(config).pairing_tokens
     for token in added:
-        if token.get("content") in pairing:
+        # an id that is not a whole number (true, 1.5, NaN) names no token
+        if token.get("content") in pairing and type(token.get("id")) is int:
             ids[token["content"]] = int(token["id"])
     return ids, eos_ids
 
 
 def _tokenizer_json_added_tokens(path: Path) -> list[dict]:
     """``added_tokens`` of a tokenizer.json, read from the file's head (it precedes the large vocab)."""
+    if not path.is_file():
+        return []
     try:
         with path.open("rb") as handle:
             head = handle.read(TOKENIZER_HEAD_BYTES).decode("utf-8", errors="ignore")
@@ -238,10 +247,10 @@ def _hf_cache_snapshot(repo_id: str, revision: str | None, hf_cache: Path | None
 
 
 def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
-    config = _read_json(directory / "config.json")
-    if config is None:
+    if not os.path.lexists(directory / "config.json"):
         return Checkpoint(ref=ref, source="unknown", path=directory, config={},
-                          notes=(f"{directory / 'config.json'} is missing or not JSON",))
+                          notes=(f"{directory / 'config.json'} is missing",))
+    config = read_model_config(directory / "config.json")
     ids, eos = _special_token_ids(directory, config)
     quantization = _quantization(directory)
     weight_bytes, basis = _safetensors_bytes(directory), "safetensors headers"

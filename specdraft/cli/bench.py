@@ -16,6 +16,9 @@ from pathlib import Path
 
 from specdraft.bench import (
     BUILTIN_PROMPTS,
+    DEFAULT_TIMEOUT_S,
+    MAX_CONCURRENCY,
+    QUESTION_TIMEOUT_S,
     BenchResult,
     Progress,
     check_result_path,
@@ -47,7 +50,7 @@ def register(subparsers, name: str, help_text: str) -> None:
                         help='one {"prompt": "..."}, {"prompt": [token ids]} or {"messages": [...]} per line '
                              "(default: a built-in set)")
     parser.add_argument("--concurrency", type=_int_list, default=[1], metavar="N[,N...]",
-                        help="requests in flight, one level after another (default 1)")
+                        help=f"requests in flight, one level after another (default 1, at most {MAX_CONCURRENCY})")
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N",
                         help="tokens generated per request; EOS is ignored so every request makes N (default 128)")
     amount = parser.add_mutually_exclusive_group()
@@ -60,6 +63,9 @@ def register(subparsers, name: str, help_text: str) -> None:
                         help="unmeasured requests per level before its clock and counters start, sent at the "
                              "level's concurrency (default: one per slot; 0: none)")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"how long a request waits for the server's next bytes before bench stops (default "
+                             f"{DEFAULT_TIMEOUT_S:g}; /v1/models and /metrics wait at most {QUESTION_TIMEOUT_S:g})")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare", metavar="OTHER_URL",
                          help="also bench this server (e.g. the target without speculation) and report the speedup")
@@ -181,7 +187,7 @@ def _measured(args) -> BenchResult:
     source = str(args.prompts) if args.prompts else "built-in"
     common = dict(prompts=prompts, prompts_source=source, concurrency=args.concurrency,
                   max_tokens=args.max_tokens, requests=args.requests, duration_s=args.duration,
-                  warmup=args.warmup, temperature=args.temperature)
+                  warmup=args.warmup, temperature=args.temperature, timeout_s=args.timeout)
     result = _bench_with_bar("bench", args.base_url, args.model, common)
     if args.compare:
         result = result.with_baseline(_bench_with_bar("compare", args.compare, _compare_model(args), common))

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from specdraft.errors import ExitCode, UserError
+from specdraft.patching.cluster import MAX_REPORT_TIMEOUT_S, REPORT_TIMEOUT_S
 
 
 def register(subparsers, name: str, help_text: str) -> None:
@@ -35,6 +37,9 @@ def register(subparsers, name: str, help_text: str) -> None:
         status.add_argument(option, metavar=meta, action="append", default=[],
                             help=f"that node's {option} for its report")
     status.add_argument("--only", metavar="ID", nargs="+", action="extend", help="only these hotfixes")
+    status.add_argument("--timeout", type=float, default=REPORT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"how long each node may take to answer; one that does not is stopped, with what "
+                             f"it started, and reported (default {REPORT_TIMEOUT_S:g})")
     status.add_argument("--json", action="store_true", help="print one JSON object per node in a list")
     status.set_defaults(run=_run_status)
 
@@ -86,8 +91,11 @@ def _nodes(args: argparse.Namespace):
 def _run_status(args: argparse.Namespace) -> ExitCode:
     from specdraft.patching.cluster import ask_node, judge_nodes
 
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_REPORT_TIMEOUT_S):
+        raise UserError(f"--timeout {args.timeout:g}: expected seconds above 0 and at most {MAX_REPORT_TIMEOUT_S}",
+                        hint=f"specdraft cluster status ... --timeout {REPORT_TIMEOUT_S:g}")
     nodes = _nodes(args)
-    verdicts = judge_nodes([(node.name, ask_node(node)) for node in nodes])
+    verdicts = judge_nodes([(node.name, ask_node(node, timeout_s=args.timeout)) for node in nodes])
     if args.json:
         print(json.dumps([v.to_json() for v in verdicts], indent=2))
     else:

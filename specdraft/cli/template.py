@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from specdraft.errors import ExitCode, UserError
+from specdraft.paths import refuse_special_file
+from specdraft.templates.probe import PROBE_TIMEOUT_S
 
 
 def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
@@ -58,6 +61,8 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
         metavar="JSON",
         help='a JSON object merged into every request, e.g. \'{"chat_template_kwargs": {"enable_thinking": false}}\'',
     )
+    probe.add_argument("--timeout", type=float, default=PROBE_TIMEOUT_S, metavar="SECONDS",
+                       help=f"how long each request waits for the server's answer (default {PROBE_TIMEOUT_S:g})")
     probe.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     probe.set_defaults(run=run_probe)
 
@@ -110,6 +115,7 @@ def run_check(args: argparse.Namespace) -> ExitCode:
 
 
 def _read_template(file: Path) -> str:
+    refuse_special_file(file, what="chat template", hint="pass the path of a Jinja chat template")
     try:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -157,6 +163,9 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
 
     from specdraft.templates import probe_server
 
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 86400):
+        raise UserError(f"--timeout must be seconds above 0 and at most 86400, got {args.timeout}",
+                        hint=f"--timeout {PROBE_TIMEOUT_S:g} (the default)")
     extra_body = None
     if args.extra_body:
         try:
@@ -183,8 +192,11 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
     try:
         results = probe_server(
             args.base_url, args.model, api_key=args.api_key, max_tokens=args.max_tokens,
-            extra_body=extra_body, progress=show,
+            extra_body=extra_body, progress=show, timeout_s=args.timeout,
         )
+    except httpx.TimeoutException:
+        raise UserError(f"{args.base_url} sent nothing for {args.timeout:g} s (or took no connection); probe stopped",
+                        hint="check the server's log, or give it longer with --timeout SECONDS") from None
     except httpx.TransportError as err:
         raise UserError(
             f"cannot reach {args.base_url}: {err}",

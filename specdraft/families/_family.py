@@ -110,6 +110,11 @@ class ModelFamily(ABC):
         """True when ``count_parameters`` knows the layers of ``config`` (a family may know only some stacks)."""
         return self.is_member(config)
 
+    def required_shape_keys(self, config: Mapping) -> tuple[str, ...]:
+        """Keys of the language model's config that ``config`` must carry as whole numbers: what its KV layers
+        and parameter count cannot be read without (a config lacking one is refused where it is read)."""
+        return ()
+
     def kv_shared_layers(self, config: Mapping) -> tuple[int, ...]:
         """Indices of the decoder layers that read another layer's KV cache."""
         return tuple(index for index, layer in enumerate(self.kv_layers(config)) if layer.shared)

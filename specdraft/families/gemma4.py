@@ -163,6 +163,18 @@ class Gemma4(ModelFamily):
         text = text_config(config)
         return text.get("model_type") in _LAYER_FORMULA_MODEL_TYPES and "layer_types" in text
 
+    def required_shape_keys(self, config: Mapping) -> tuple[str, ...]:
+        # An assistant reads the target's KV cache and may leave its width to backbone_hidden_size (the 26B's).
+        keys = ("num_hidden_layers", "num_key_value_heads", "head_dim", "vocab_size")
+        if self.is_assistant(config):
+            return keys
+        keys += ("hidden_size",)
+        if self.has_layer_formula(config):
+            keys += ("num_attention_heads", "intermediate_size")
+            if text_config(config).get("enable_moe_block"):
+                keys += ("num_experts", "moe_intermediate_size", "top_k_experts")
+        return keys
+
     def count_parameters(self, config: Mapping) -> ParameterCount:
         text = text_config(config)
         hidden, vocab, layers = text["hidden_size"], text["vocab_size"], text["num_hidden_layers"]

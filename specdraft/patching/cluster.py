@@ -14,17 +14,17 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from specdraft.patching.children import run_bounded
 from specdraft.patching.locate import VllmInstall
 from specdraft.patching.reports import HotfixReport, Status
 
 REPORT_TIMEOUT_S = 120
+"""Seconds a node may take to answer (``cluster status --timeout``): ssh, a container start and a cold
+interpreter that reads a vLLM tree fit in it."""
+MAX_REPORT_TIMEOUT_S = 3600
 REPORT_MAX_BYTES = 4 * 2**20
 """A report is a few kB; a node command that writes more (a wrong command, ``cat /dev/zero``) is cut off
 there rather than read into memory until the timeout."""
@@ -85,8 +85,8 @@ def parse_node_spec(text: str) -> NodeSpec:
 def ask_node(node: NodeSpec, timeout_s: float = REPORT_TIMEOUT_S, max_bytes: int = REPORT_MAX_BYTES) -> dict | str:
     """The node's report, or one line saying why it gave none."""
     try:
-        done = _run_capped(node.argv, timeout_s, max_bytes)
-    except FileNotFoundError:
+        done = run_bounded(node.argv, timeout_s=timeout_s, max_bytes=max_bytes)
+    except OSError:
         return f"cannot run {node.command[0]!r} here"
     if done.over:
         return f"no report from {shlex.join(node.argv)}: it wrote more than {max_bytes // 2**20} MiB"
@@ -101,58 +101,6 @@ def ask_node(node: NodeSpec, timeout_s: float = REPORT_TIMEOUT_S, max_bytes: int
         last = (stderr.strip().splitlines() or stdout.strip().splitlines() or ["no output"])[-1]
         return f"no report from {shlex.join(node.argv)} (exit {done.returncode}): {last[-300:]}"
     return report
-
-
-@dataclass
-class _Captured:
-    returncode: int | None
-    """None: ended by the timeout or the size cap."""
-    stdout: bytes
-    stderr: bytes
-    over: bool
-
-
-def _run_capped(argv: Sequence[str], timeout_s: float, max_bytes: int) -> _Captured:
-    """Run ``argv`` with no input, keeping at most ``max_bytes`` of each output stream.
-
-    The command is its own process group, so a timeout or an overflow kills what it started too (``ssh``
-    and whatever runs behind it locally); otherwise a child holding the pipes open would keep the reads
-    waiting."""
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
-    buffers = {"stdout": bytearray(), "stderr": bytearray()}
-    over = threading.Event()
-
-    def pump(stream, buffer: bytearray) -> None:
-        while chunk := stream.read1(1 << 16):
-            if len(buffer) + len(chunk) > max_bytes:
-                over.set()
-                return
-            buffer += chunk
-
-    readers = [threading.Thread(target=pump, args=(getattr(process, name), buffer), daemon=True)
-               for name, buffer in buffers.items()]
-    for reader in readers:
-        reader.start()
-    end = time.monotonic() + timeout_s
-    while any(r.is_alive() for r in readers) and not over.is_set() and time.monotonic() < end:
-        readers[0].join(0.05)
-    finished = not over.is_set() and not any(r.is_alive() for r in readers)
-    if finished:
-        try:
-            process.wait(timeout=max(0.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            finished = False
-    if not finished:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
-    for stream in (process.stdout, process.stderr):
-        stream.close()
-    return _Captured(returncode=process.returncode if finished else None, stdout=bytes(buffers["stdout"]),
-                     stderr=bytes(buffers["stderr"]), over=over.is_set())
 
 
 def judge_node(name: str, report: dict | str, reference: dict | None, reference_name: str) -> NodeVerdict:

@@ -23,6 +23,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -32,6 +33,24 @@ from typing import Iterator
 from specdraft.errors import UserError
 
 JOURNAL_DIR = ".specdraft"
+LOCK_TIMEOUT_S = 300.0
+"""How long an apply or revert waits for another one on the same install (which takes seconds) before it gives up:
+a holder stopped or hung past that is not coming back on its own."""
+
+
+def _wait_for_lock(handle: int, directory: Path, timeout_s: float) -> None:
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                raise UserError(f"another process has held the lock on {directory} for {timeout_s:g} s; "
+                                "nothing was changed",
+                                hint=f"find it (fuser -v {directory}) and let it finish or stop it, then run "
+                                     "this again") from None
+            time.sleep(0.1)
 
 
 def sha256(data: bytes) -> str:
@@ -78,10 +97,10 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the install's exclusive lock."""
+        """Hold the install's exclusive lock, waiting at most ``LOCK_TIMEOUT_S`` for another run to let go of it."""
         handle = os.open(self.dir.parent, os.O_RDONLY)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            _wait_for_lock(handle, self.dir.parent, LOCK_TIMEOUT_S)
             yield
         finally:
             os.close(handle)  # releases the lock

@@ -16,7 +16,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
+from specdraft.patching.children import PYTHON_TIMEOUT_VARIABLE, interpreter_timeout_s, run_bounded
 
 PACKAGE = "vllm"
 
@@ -95,17 +95,24 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
 def _from_interpreter(python: Path) -> VllmInstall:
     if not python.exists():
         raise UserError(f"interpreter {python} does not exist", hint="pass --python /path/to/venv/bin/python")
+    timeout_s = interpreter_timeout_s()
     try:
-        done = subprocess.run([str(python), "-c", _ASK_INTERPRETER], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UserError(f"cannot run interpreter {python}: {err}", hint="pass --python /path/to/venv/bin/python")
+        done = run_bounded([str(python), "-c", _ASK_INTERPRETER], timeout_s=timeout_s, max_bytes=2**20)
+    except OSError as err:
+        raise UserError(f"cannot run interpreter {python}: {err.strerror or err}",
+                        hint="pass --python /path/to/venv/bin/python") from None
+    if done.timed_out:
+        raise UserError(f"interpreter {python} did not answer within {timeout_s:g} s (stopped, with what it started)",
+                        hint=f"pass --python the venv's python, or give it longer: {PYTHON_TIMEOUT_VARIABLE}=300 "
+                             "specdraft ...")
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
     try:
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        answer = json.loads(stdout.strip().splitlines()[-1])
         root, metadata = answer["root"], answer["cli_metadata"]
-    except (IndexError, ValueError, TypeError, KeyError):
+    except (IndexError, ValueError, TypeError, KeyError, RecursionError):
         raise UserError(f"{python} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
     if root is None:
         raise UserError(

@@ -12,12 +12,12 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
 
+from specdraft.patching.children import run_bounded
 from specdraft.patching.hotfix import Hotfix
 from specdraft.patching.locate import VllmInstall
 
@@ -92,19 +92,19 @@ def run_probes(install: VllmInstall, probes: list[tuple[Hotfix, str]]) -> dict[s
     try:
         # An empty working directory: `-c` puts it first on sys.path, where nothing may shadow.
         with tempfile.TemporaryDirectory(prefix="specdraft-probe-") as empty:
-            done = subprocess.run([str(python), "-c", script], capture_output=True, text=True,
-                                  timeout=_TIMEOUT_S, env=env, cwd=empty)
-    except subprocess.TimeoutExpired:
-        return {i: ProbeResult("cannot-run", f"{python} did not answer within {_TIMEOUT_S} s") for i in wanted}
+            done = run_bounded([str(python), "-c", script], timeout_s=_TIMEOUT_S, env=env, cwd=empty)
     except OSError as err:
         return {i: ProbeResult("cannot-run", f"cannot start {python}: {err.strerror}") for i in wanted}
+    if done.timed_out:
+        return {i: ProbeResult("cannot-run", f"{python} did not answer within {_TIMEOUT_S} s") for i in wanted}
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     results = {}
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith(_ANSWER):
             answer = json.loads(line[len(_ANSWER):])
             hotfix_id = answer.pop("id")
             results[hotfix_id] = ProbeResult(**answer)
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
     for missing in set(wanted) - set(results):
         results[missing] = ProbeResult("cannot-run", f"{python} exited {done.returncode} without an answer: {last}")
     return results

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.cache import cache_root
 from specdraft.errors import UserError
 from specdraft.findings import Finding
-from specdraft.paths import expand_user
+from specdraft.paths import expand_user, refuse_special_file
 
 if TYPE_CHECKING:
     from specdraft.templates import TemplateFinding
@@ -147,6 +147,7 @@ def choose_template(requested: Path | None, variant: str, checkpoint: Path | Non
         templates = None
     if requested is not None:
         path = expand_user(requested, option="--chat-template")
+        refuse_special_file(path, what="--chat-template", hint="pass the path of a Jinja chat template")
         if not path.is_file():
             raise UserError(f"--chat-template {path}: no such file",
                             hint="pass an existing template, or drop --chat-template to use specdraft's own")

@@ -65,7 +65,10 @@ def python_behind_vllm() -> str | None:
     if script is None:
         return None
     try:
-        first = Path(script).read_bytes()[:512].split(b"\n", 1)[0].decode()
+        if not Path(script).is_file():  # a FIFO on PATH would wait for a writer
+            raise OSError
+        with open(script, "rb") as handle:
+            first = handle.read(512).split(b"\n", 1)[0].decode()
     except (OSError, UnicodeDecodeError):
         first = ""
     named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""

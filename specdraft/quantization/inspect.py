@@ -25,7 +25,7 @@ argument (modelopt)".
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.errors import UserError
 from specdraft.families import rules_for
+from specdraft.model_config import read_json_document
 from specdraft.safetensors_index import TensorEntry, dtype_counts, read_tensor_index
 
 QuantizationFormat = Literal["modelopt", "compressed-tensors", "other"]
@@ -359,18 +360,13 @@ def _producer(value: Any) -> Producer | None:
 
 def read_json_object(path: Path, *, required: bool = True) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when absent and not ``required``; ``UserError`` for anything else."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         if not required:
             return None
         if not path.parent.is_dir():
             raise UserError(f"{path.parent} is not a directory", hint="pass the checkpoint directory (the one holding config.json)")
         raise UserError(f"{path.parent} has no {path.name}", hint="pass a Hugging Face checkpoint directory")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"{path}: cannot read ({err.strerror})", hint="check the file's permissions") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path}: not valid JSON ({err})", hint=f"check {path.name}, or download the checkpoint again") from None
+    data = read_json_document(path, what="checkpoint file", hint=f"check {path.name}, or download the checkpoint again")
     if not isinstance(data, dict):
         raise UserError(f"{path}: a JSON {type(data).__name__}, expected an object",
                         hint=f"check {path.name}, or download the checkpoint again")

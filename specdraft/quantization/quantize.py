@@ -61,6 +61,7 @@ from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHIT
 from specdraft.quantization.calibration import TOKENIZER_FILES, calibration_token_ids
 from specdraft.quantization.checks import Finding, check_quantization, is_excluded
 from specdraft.quantization.inspect import QuantizationInfo, read_json_object, read_quantization
+from specdraft.model_config import check_model_config, read_model_config
 from specdraft.safetensors_index import TensorEntry, element_count, read_tensor_index, safetensors_files
 
 DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
@@ -86,6 +87,9 @@ _TOKENIZER_FILES = (
     "chat_template.jinja", "chat_template.json", "processor_config.json", "preprocessor_config.json",
     "generation_config.json",
 )
+_NEEDED_SHAPES = ("num_hidden_layers", "vocab_size")
+"""What quantizing reads of the language model's shapes: the layers (which of them share a KV cache) and the
+vocabulary (random calibration tokens); the weights' shapes come from the safetensors headers."""
 _PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
 # ``...experts.{id}.`` (ModelOpt's export and per-expert checkpoints), not preceded by ``.moe`` when renaming.
 _PER_EXPERT_TENSOR = re.compile(r"\.experts\.\d+\.")
@@ -150,10 +154,11 @@ def plan_quantization(
     model_dir = Path(model_dir)
     if scheme not in SCHEME_PRESETS:
         raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
-    if not (model_dir / "config.json").is_file():
+    if not os.path.lexists(model_dir / "config.json"):
         raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
-    config = read_json_object(model_dir / "config.json")
+    config = read_model_config(model_dir / "config.json", needs=())
     architecture = _gemma4_architecture(model_dir, config)
+    check_model_config(config, model_dir / "config.json", needs=_NEEDED_SHAPES)
     if read_quantization(model_dir) is not None:
         raise UserError(
             f"{model_dir} is already quantized",
@@ -168,7 +173,6 @@ def plan_quantization(
     if available_bytes is None:
         available_bytes = _available_bytes(device)
     _check_fits(model_dir, parameters, required, available_bytes, device)
-    _checked_text_config(config, model_dir / "config.json")
     kv_shared = GEMMA4.kv_shared_layers(config)
     exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
     unblockable = tuple(
@@ -286,7 +290,7 @@ def _calibration_sequences(plan: QuantizePlan, transformers: Any, calib: str, *,
     """The calibration set as token ids, tokenized with the model's own tokenizer and chat template."""
     tokenizer = _load_tokenizer(transformers, plan.model_dir)
     config_path = plan.model_dir / "config.json"
-    vocab_size = _checked_text_config(read_json_object(config_path), config_path).get("vocab_size")
+    vocab_size = text_config(read_model_config(config_path, needs=_NEEDED_SHAPES)).get("vocab_size")
     if not isinstance(vocab_size, int) or vocab_size < 4:
         raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
                         hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
@@ -344,19 +348,6 @@ def check_out_dir(out_dir: Path) -> None:
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"cannot create {out_dir}: {parent} is not a writable directory",
                         hint="pass an --out directory you can write to")
-
-
-def _checked_text_config(config: dict[str, Any], path: Path) -> Mapping[str, Any]:
-    """The language model's config, refused (``UserError``) unless it is an object with whole layer counts."""
-    text = text_config(config)
-    if not isinstance(text, Mapping):
-        raise UserError(f"{path}: text_config is a JSON {type(text).__name__}, not an object",
-                        hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
-    layers, shared = text.get("num_hidden_layers") or 0, text.get("num_kv_shared_layers") or 0
-    if not (isinstance(layers, int) and isinstance(shared, int) and 0 <= shared <= layers):
-        raise UserError(f"{path}: num_hidden_layers {layers!r} and num_kv_shared_layers {shared!r} are not layer counts",
-                        hint="pass the config.json of a Hugging Face checkpoint, as published")
-    return text
 
 
 def _linear_input_features(index: dict[str, TensorEntry]) -> list[tuple[str, int]]:

@@ -44,6 +44,10 @@ CONTENT_MARKERS = (
     THINK,
 )
 
+PROBE_TIMEOUT_S = 120.0
+"""How long each probe request waits for the server's answer (``template probe --timeout``): a non-streamed
+answer comes whole, after every token of it is generated."""
+
 
 @dataclass(frozen=True)
 class ProbeRequest:
@@ -206,7 +210,7 @@ def probe_server(
     extra_body: Mapping[str, Any] | None = None,
     extra_body_for: Callable[[ProbeRequest], Mapping[str, Any]] | None = None,
     requests: tuple[ProbeRequest, ...] = PROBE_REQUESTS,
-    timeout_s: float = 120.0,
+    timeout_s: float = PROBE_TIMEOUT_S,
     progress: Callable[[ProbeResult], None] | None = None,
 ) -> list[ProbeResult]:
     """Send every probe request, streaming and not, and scan each answer for leaks.

@@ -136,6 +136,8 @@ def find_checkpoint_template(checkpoint: str | Path) -> tuple[Path, str] | None:
     directory = Path(checkpoint)
     for name in CHECKPOINT_TEMPLATE_FILES:
         path = directory / name
+        if not path.is_file():  # a FIFO among a checkpoint's files would wait for a writer
+            continue
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
