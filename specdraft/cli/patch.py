@@ -124,13 +124,14 @@ def _change(args: argparse.Namespace, operation) -> ExitCode:
     """Run apply or revert and render it under one signal guard: a SIGINT or SIGTERM stops it before its first
     write, or is held until it has finished (and rendered); either way the last line says which (exit 1)."""
     from specdraft.patching import Outcome
-    from specdraft.patching.interruptions import Interrupted, finished_despite, guarded, stopped_before_writing
+    from specdraft.patching.interruptions import (Interrupted, SignalStop, finished_despite, guarded,
+                                                  stopped_before_writing)
 
     with guarded() as guard:
         try:
             install = _locate(args)
             reports = operation(install)
-        except (KeyboardInterrupt, Interrupted) as stop:
+        except (KeyboardInterrupt, SignalStop, Interrupted) as stop:
             guard.hold()  # stopping now: a second signal must not cut this message short
             message = stop.message if isinstance(stop, Interrupted) else stopped_before_writing(args.action).message
             print(f"specdraft: {message}", file=sys.stderr)

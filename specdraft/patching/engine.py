@@ -190,7 +190,7 @@ def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRep
         try:
             with journal.locked():
                 reports = _apply_locked(install, selection, journal, guard)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, interruptions.SignalStop):
             raise interruptions.stopped_before_writing("apply") from None
     if outermost and guard.received:
         raise interruptions.finished_despite(guard, "apply", _summary(reports))
@@ -284,7 +284,7 @@ def revert(install: VllmInstall, only: list[str] | None = None, force: bool = Fa
         try:
             with journal.locked():
                 reports = _revert_locked(install, selection, journal, guard, force)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, interruptions.SignalStop):
             raise interruptions.stopped_before_writing("revert") from None
     if outermost and guard.received:
         raise interruptions.finished_despite(guard, "revert", _summary(reports))

@@ -40,9 +40,18 @@ class Guard:
         self.holding = True
 
 
+class SignalStop(BaseException):
+    """Raised where the code is when a signal stops a guarded run before ``Guard.hold()``.
+
+    Not ``KeyboardInterrupt``: CPython remembers a KeyboardInterrupt that crossed code run through
+    ``PyRun_*`` (libcst's native parser does) and, at exit, kills its own process with SIGINT, even
+    when the interrupt was handled. Not an ``Exception``, so no ``except Exception`` swallows it.
+    """
+
+
 class Interrupted(UserError):
     """A signal stopped ``apply`` or ``revert`` before its first write (``finished`` False: nothing changed),
-    or came while it wrote (``finished`` True: it finished first). Exits 1: the run did not end as asked."""
+    or came once it had begun writing (``finished`` True: it finished first). Exits 1: the run did not end as asked."""
 
     def __init__(self, message: str, *, finished: bool):
         super().__init__(message, exit_code=ExitCode.ATTENTION)
@@ -59,7 +68,7 @@ def is_guarded() -> bool:
 
 @contextmanager
 def guarded() -> Iterator[Guard]:
-    """Route SIGINT and SIGTERM for this block: ``KeyboardInterrupt`` before ``Guard.hold()``, noted after."""
+    """Route SIGINT and SIGTERM for this block: ``SignalStop`` before ``Guard.hold()``, noted after."""
     global _active
     if _active is not None:
         yield _active
@@ -69,7 +78,7 @@ def guarded() -> Iterator[Guard]:
     def handle(signum, _frame) -> None:
         guard.received.append(signal.Signals(signum).name)
         if not guard.holding:
-            raise KeyboardInterrupt
+            raise SignalStop
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -92,5 +101,5 @@ def stopped_before_writing(action: str) -> Interrupted:
 def finished_despite(guard: Guard, action: str, outcome: str) -> Interrupted:
     """What to say when signals came while ``action`` wrote: it finished, with ``outcome``."""
     names = ", ".join(dict.fromkeys(guard.received))
-    return Interrupted(f"{names} came while {action} was writing; {action} finished first, so nothing is half done: "
+    return Interrupted(f"{names} came once {action} had begun writing; {action} finished first, so nothing is half done: "
                        f"{outcome}", finished=True)

@@ -104,7 +104,7 @@ def test_a_signal_while_apply_writes_lets_it_finish_and_says_so(tree, cli, monke
     code, out, err = cli("apply", "--vllm-root", tree)
     name = signal.Signals(number).name
     assert code == 1
-    assert f"{name} came while apply was writing; apply finished first, so nothing is half done" in err
+    assert f"{name} came once apply had begun writing; apply finished first, so nothing is half done" in err
     assert "kv-sharing-uniform-specs changed" in err
     assert py_hashes(tree) == applied_hashes
     assert out.count("changed: patched") == 4
@@ -115,7 +115,7 @@ def test_a_signal_while_revert_writes_lets_it_finish_and_says_so(tree, cli, monk
     apply(locate(vllm_root=tree))
     _signal_at_the_first_write(monkeypatch, signal.SIGINT)
     code, _, err = cli("revert", "--vllm-root", tree)
-    assert code == 1 and "SIGINT came while revert was writing; revert finished first" in err
+    assert code == 1 and "SIGINT came once revert had begun writing; revert finished first" in err
     assert py_hashes(tree) == pristine
     assert json.loads((tree / "vllm/.specdraft/journal.json").read_text()) == {"files": {}}
 
