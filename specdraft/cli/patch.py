@@ -48,6 +48,10 @@ def register(subparsers, name: str, help_text: str) -> None:
         if action == "verify":
             sub.add_argument("--probe", action="store_true",
                              help="also run each hotfix's behavioural probe in the target interpreter (slow: imports vLLM)")
+        if action == "apply":
+            sub.add_argument("--dry-run", action="store_true",
+                             help="print the diff apply would write and change nothing (as `patch diff`; exit 1 "
+                                  "while anything is pending)")
         if action == "revert":
             sub.add_argument("--force", action="store_true", help="restore the original even if the file changed since apply")
         sub.set_defaults(run=run)
@@ -100,6 +104,8 @@ def _run_diff(args: argparse.Namespace) -> ExitCode:
 def _run_apply(args: argparse.Namespace) -> ExitCode:
     from specdraft.patching import apply
 
+    if args.dry_run:
+        return _run_diff(args)
     return _change(args, lambda install: apply(install, only=args.only))
 
 
