@@ -70,6 +70,9 @@ def _ok(check: str, message: str) -> Finding:
 
 def check_checkpoint(role: str, checkpoint: Checkpoint) -> Finding:
     name = f"{role}-checkpoint"
+    if checkpoint.source == "unknown" and checkpoint.path is not None:  # a local path: nothing to download
+        return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
+                       hint=f"check the path, or pass a Hugging Face repo id with --{role}")
     if checkpoint.source == "unknown":
         return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
                        hint=f"download it first: hf download {shlex.quote(checkpoint.ref)}")
