@@ -4,7 +4,9 @@ Decisions are made on the tree as it is now (the marker and the fixed form in th
 never on the journal: the journal serves revert, and tells ``status`` which applied files changed
 since apply (``changed_since_apply``). ``apply`` and ``revert`` are all or nothing, hold the
 install's lock and decide again under it, so two concurrent runs serialise and the second one sees
-the first one's result. A target file that is a symbolic link is never written. Nothing here
+the first one's result. They decide every byte before the first write; their writes form one
+journal transaction (a failed write puts every file back), and a signal either stops them before
+that or waits for its end (``interruptions``). A target file that is a symbolic link is never written. Nothing here
 imports the package being patched.
 """
 
