@@ -108,3 +108,43 @@ def test_a_signal_at_a_random_point_leaves_the_tree_whole(trees, tmp_path, index
         assert f"interrupted before {action} wrote anything: nothing was changed" in last, err
     else:
         assert f"{action} finished first, so nothing is half done" in last, err
+
+
+def _revert_cases() -> list[tuple[int, int]]:
+    rng = random.Random(SEED)
+    return [(index, rng.randrange(2**32)) for index in range(RUNS)]
+
+
+@pytest.mark.parametrize("index, seed", [pytest.param(*case, id=f"revert-{case[0]}") for case in _revert_cases()])
+def test_revert_after_patched_files_vanished_or_changed_restores_all_or_writes_nothing(trees, tmp_path, capsys, index,
+                                                                                      seed):
+    """Patched files deleted, edited or put back by hand at random, then revert (with or without --force): every
+    journaled file is restored from its backup, or nothing is written and the report says why."""
+    from specdraft.cli import main
+
+    rng = random.Random(seed)
+    root = tmp_path / "tree"
+    shutil.copytree(trees["applied"], root)
+    pristine, applied = _hashes(trees["pristine"]), _hashes(trees["applied"])
+    patched = sorted(name for name in applied if applied[name] != pristine[name])
+    for name in rng.sample(patched, rng.randrange(1, len(patched) + 1)):
+        path = root / name
+        change = rng.choice(["vanish", "edit", "pristine"])
+        if change == "vanish":
+            path.unlink()
+        elif change == "edit":
+            path.write_bytes(path.read_bytes() + b"\n# a later hand edit\n")
+        else:
+            shutil.copyfile(trees["pristine"] / name, path)
+    before = _hashes(root)
+    force = rng.random() < 0.5
+    code = main(["patch", "revert", "--vllm-root", str(root), *(["--force"] if force else [])])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    now = _hashes(root)
+    assert code in (0, 1), err
+    if code == 0:
+        assert now == pristine, "revert said done but left a patched or missing file"
+    else:
+        assert now == before, "a refused revert wrote something"
+        assert "refused" in out and ("changed since apply" in out or "backup" in out)
