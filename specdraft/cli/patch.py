@@ -105,7 +105,7 @@ def _run_apply(args: argparse.Namespace) -> ExitCode:
     from specdraft.patching import apply
 
     if args.dry_run:
-        return _run_diff(args)
+        return _run_diff(argparse.Namespace(**{**vars(args), "action": "diff"}))
     return _change(args, lambda install: apply(install, only=args.only))
 
 
