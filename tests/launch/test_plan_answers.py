@@ -1,5 +1,5 @@
 """Answers that must not mislead: a refused plan prints no command, --docker is never dropped, a missing path is
-called missing."""
+called missing (quantize's --model: tests/quantization/test_model_dir.py)."""
 
 import shlex
 
@@ -45,12 +45,3 @@ def test_a_local_checkpoint_path_that_is_a_file_says_so(specdraft_cli, tmp_path)
     (tmp_path / "a-file").write_text("not a checkpoint")
     done = specdraft_cli("launch", "--target", str(tmp_path / "a-file"), "--draft", DRAFT, "--dry-run")
     assert f"{tmp_path / 'a-file'}: is not a directory" in done.stdout
-
-
-@pytest.mark.parametrize("model, said", [("./nodir", "does not exist"), ("a-file", "is not a directory")])
-def test_quantize_reports_a_missing_model_directory_as_missing_not_as_no_tokenizer(specdraft_cli, tmp_path, model,
-                                                                                    said):
-    (tmp_path / "a-file").write_text("x")
-    done = specdraft_cli("quantize", "--model", model, "--out", "out", "--dry-run")
-    assert done.returncode == 2 and said in done.stderr
-    assert "tokenizer" not in done.stderr and "hf download" not in done.stderr
