@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from specdraft.bench._batch_costs import best_k_per_batch_size, known_batch_step_cost
 from specdraft.bench._calibration import (
@@ -67,7 +67,7 @@ class TuneRequest(BaseModel):
     """(target, draft) checkpoints: c estimated from bytes read per token."""
     target_dtype: str = "auto"
     draft_dtype: str = "auto"
-    context: int = 2048
+    context: int = Field(default=2048, ge=1)
     """With ``shapes``: the context length whose KV cache each token reads."""
     overhead_fraction: float | None = None
     overhead_ms: float | None = None
@@ -82,9 +82,9 @@ class TuneRequest(BaseModel):
     target_step_ms: float | None = None
     target_bench: Path | None = None
     """A bench result of the target served alone: its step time."""
-    concurrency: int | None = None
+    concurrency: int | None = Field(default=None, ge=1)
     """Use the bench results at this level (default: acceptance pooled, step times at the lowest level)."""
-    max_k: int = 8
+    max_k: int = Field(default=8, ge=1)
     extrapolation: ExtrapolationMethod = "geometric"
     schedule: bool = False
     """Also work out vLLM's ``num_speculative_tokens_per_batch_size`` from every measured level."""

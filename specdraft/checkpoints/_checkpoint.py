@@ -296,8 +296,8 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
     if local.is_dir():
         return _from_directory(ref, local, "local")
     if looks_like_path(ref):
-        return Checkpoint(ref=ref, source="unknown", path=local, config={},
-                          notes=(f"{ref}: no such directory",))
+        what = "is not a directory" if local.exists() else "no such directory"
+        return Checkpoint(ref=ref, source="unknown", path=local, config={}, notes=(f"{ref}: {what}",))
     snapshot = _hf_cache_snapshot(ref, revision, hf_cache)
     if snapshot is not None:
         return _from_directory(ref, snapshot, "hf-cache")

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import shlex
+import signal
 import sys
 import tempfile
 import traceback
@@ -77,7 +78,19 @@ def _environment_report(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(argv)
+    finally:
+        if program:
+            # The answer is given and the process only exits now: a late Ctrl-C or SIGTERM must not turn it into a
+            # traceback or a different exit code (a caller in this process keeps its own handlers).
+            for number in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(number, signal.SIG_IGN)
+
+
+def _run(argv: list[str]) -> int:
     try:
         parser = _build_parser(argv)
         args = parser.parse_args(argv)

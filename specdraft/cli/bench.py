@@ -38,6 +38,8 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not values:
         raise argparse.ArgumentTypeError("expected at least one concurrency level")
+    if min(values) < 1:
+        raise argparse.ArgumentTypeError(f"a concurrency level is 1 request in flight or more, got {min(values)}")
     return values
 
 

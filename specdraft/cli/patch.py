@@ -1,7 +1,8 @@
 """``specdraft patch {list,status,diff,apply,verify,revert}``: the patch engine from the terminal.
 
 Exit codes: 0 ok / nothing pending; 1 something pending (``diff``, ``status --check``), a failed
-verification or a refused state (drifted, changed since apply); 2 bad input; 3 internal error.
+verification or a refused state (drifted, changed since apply, or an ``apply`` / ``revert`` that a
+signal stopped before its first write or that finished in spite of one); 2 bad input; 3 internal error.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def register(subparsers, name: str, help_text: str) -> None:
         if action == "verify":
             sub.add_argument("--probe", action="store_true",
                              help="also run each hotfix's behavioural probe in the target interpreter (slow: imports vLLM)")
+        if action == "apply":
+            sub.add_argument("--dry-run", action="store_true",
+                             help="print the diff apply would write and change nothing (as `patch diff`; exit 1 "
+                                  "while anything is pending)")
         if action == "revert":
             sub.add_argument("--force", action="store_true", help="restore the original even if the file changed since apply")
         sub.set_defaults(run=run)
@@ -97,12 +102,11 @@ def _run_diff(args: argparse.Namespace) -> ExitCode:
 
 
 def _run_apply(args: argparse.Namespace) -> ExitCode:
-    from specdraft.patching import Outcome, apply
+    from specdraft.patching import apply
 
-    install = _locate(args)
-    reports = apply(install, only=args.only)
-    _render(args, install, reports)
-    return ExitCode.ATTENTION if any(r.outcome is Outcome.REFUSED for r in reports) else ExitCode.OK
+    if args.dry_run:
+        return _run_diff(argparse.Namespace(**{**vars(args), "action": "diff"}))
+    return _change(args, lambda install: apply(install, only=args.only))
 
 
 def _run_verify(args: argparse.Namespace) -> ExitCode:
@@ -117,11 +121,33 @@ def _run_verify(args: argparse.Namespace) -> ExitCode:
 
 
 def _run_revert(args: argparse.Namespace) -> ExitCode:
-    from specdraft.patching import Outcome, revert
+    from specdraft.patching import revert
 
-    install = _locate(args)
-    reports = revert(install, only=args.only, force=args.force)
-    _render(args, install, reports)
+    return _change(args, lambda install: revert(install, only=args.only, force=args.force))
+
+
+def _change(args: argparse.Namespace, operation) -> ExitCode:
+    """Run apply or revert and render it under one signal guard: a SIGINT or SIGTERM stops it before its first
+    write, or is held until it has finished (and rendered); either way the last line says which (exit 1)."""
+    from specdraft.patching import Outcome
+    from specdraft.patching.interruptions import (Interrupted, SignalStop, finished_despite, guarded,
+                                                  stopped_before_writing)
+
+    with guarded() as guard:
+        try:
+            install = _locate(args)
+            reports = operation(install)
+        except (KeyboardInterrupt, SignalStop, Interrupted) as stop:
+            guard.hold()  # stopping now: a second signal must not cut this message short
+            message = stop.message if isinstance(stop, Interrupted) else stopped_before_writing(args.action).message
+            print(f"specdraft: {message}", file=sys.stderr)
+            return ExitCode.ATTENTION
+        _render(args, install, reports)
+        if guard.received:
+            guard.hold()
+            summary = ", ".join(f"{r.id} {r.outcome}" for r in reports)
+            print(f"specdraft: {finished_despite(guard, args.action, summary).message}", file=sys.stderr)
+            return ExitCode.ATTENTION
     return ExitCode.ATTENTION if any(r.outcome is Outcome.REFUSED for r in reports) else ExitCode.OK
 
 

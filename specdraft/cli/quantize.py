@@ -15,7 +15,8 @@ from pathlib import Path
 
 from specdraft.errors import ExitCode, UserError
 from specdraft.quantization.calibration import check_calibration_source
-from specdraft.quantization.quantize import SCHEME_PRESETS, check_out_dir, plan_quantization, quantize_draft
+from specdraft.quantization.quantize import (SCHEME_PRESETS, check_model_dir, check_out_dir, plan_quantization,
+                                             quantize_draft)
 
 
 def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
@@ -50,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
 def run(args: argparse.Namespace) -> ExitCode:
     device = _resolve_device(args.device)
     check_out_dir(args.out)
+    check_model_dir(args.model)
     check_calibration_source(args.calib, args.model)
     plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device,
                              text_only=args.text_only, moe_prefix=args.moe_prefix)

@@ -203,12 +203,22 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
             hint="start the server (specdraft launch ...) or fix --base-url (it ends in /v1)",
         ) from None
     bad = [r for r in results if not r.ok]
+    failed = [r for r in results if r.error]
+    leaked = [r for r in results if r.leaks]
     if args.json:
         print(json.dumps({"base_url": args.base_url, "model": args.model, "ok": not bad,
+                          "leaked": len(leaked), "failed": len(failed),
                           "results": [r.to_dict() for r in results]}, indent=2))
+    elif failed and len(failed) == len(results):
+        # An answer that never came is not a leak: say the server failed, not "0 clean".
+        print(f"{args.base_url}: the server failed all {len(results)} requests ({failed[0].error[:120]}); "
+              "nothing was checked for leaks")
+        print(f"next: check the server's log and --model (the names it serves: curl {args.base_url.rstrip('/')}"
+              "/models)", file=sys.stderr)
     else:
-        print(f"{args.base_url}: {len(results) - len(bad)} of {len(results)} answers clean")
-        if any(r.leaks for r in results):
+        print(f"{args.base_url}: {len(results) - len(bad)} of {len(results)} answers clean, {len(leaked)} leaked"
+              + (f", {len(failed)} failed (the server answered an HTTP error: not checked)" if failed else ""))
+        if leaked:
             print("next: serve with --reasoning-parser gemma4 and specdraft's template "
                   "(`specdraft template path --variant e|large`)", file=sys.stderr)
     return ExitCode.ATTENTION if bad else ExitCode.OK

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from specdraft.bench import TuneReport, TuneRequest, known_batch_step_costs, known_host_costs, tune
-from specdraft.errors import ExitCode
+from specdraft.errors import ExitCode, UserError
 
 
 def _float_list(text: str) -> list[float]:
@@ -105,7 +105,21 @@ def _add_overhead_and_host(parser) -> None:
 
 
 def request_of(args) -> TuneRequest:
-    """The library request the parsed options describe."""
+    """The library request the parsed options describe; a value out of range is refused with its option."""
+    from pydantic import ValidationError
+
+    from specdraft.planning import describe_validation_error
+
+    try:
+        return _request_of(args)
+    except ValidationError as err:
+        message = describe_validation_error(err)
+        for name in ("context", "concurrency", "max_k"):
+            message = message.replace(f"{name}:", f"--{name.replace('_', '-')}:")
+        raise UserError(f"tune: {message}", hint="specdraft tune --help") from None
+
+
+def _request_of(args) -> TuneRequest:
     return TuneRequest(
         from_bench=args.from_bench, per_position_acceptance=args.per_position_acceptance,
         cost_ratio=args.cost_ratio, step_times=args.step_times, fit_steps=args.fit_steps, shapes=args.shapes,

@@ -10,6 +10,7 @@ fails and the container stops before serving.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 import specdraft
 from specdraft.errors import UserError
 from specdraft.paths import expand_user
-from specdraft.planning import LaunchPlan, NodeCommand
+from specdraft.planning import API_KEY_VARIABLE, LaunchPlan, NodeCommand
 
 SOURCE_IN_CONTAINER = "/opt/specdraft-src"
 BUILD_IN_CONTAINER = "/tmp/specdraft-build"
@@ -29,6 +30,8 @@ IMAGE_PACKAGES = "/tmp/specdraft-image-packages.txt"
 PATCH_REQUIREMENTS = ("libcst>=1.0", "packaging>=23")
 """specdraft's own pins (pyproject.toml) of what ``patch apply`` / ``patch verify`` import besides specdraft."""
 DEFAULT_PORT = 8000
+DEFAULT_PUBLISH_ADDRESS = "127.0.0.1"
+"""The host address ``--docker`` publishes the port on: this machine alone, unless the user asks for more."""
 IMAGE_HINT = "pass --image vllm/vllm-openai:vX.Y.Z (the release you mean to serve with)"
 
 
@@ -99,11 +102,13 @@ def image_for(plan: LaunchPlan, image: str | None) -> str:
 def _hf_mounts(environ: Mapping[str, str]) -> list[str]:
     """The host's Hugging Face home (``HF_HOME``, else ~/.cache/huggingface) and, if set apart, ``HF_HUB_CACHE``.
 
-    ``-e HF_TOKEN`` names the variable without its value: docker copies it from this environment when set,
-    for the gated google/ repos; a token saved by ``hf auth login`` comes with the mounted home.
+    ``-e HF_TOKEN`` and ``-e VLLM_API_KEY`` name the variables without their values: docker copies each from this
+    environment when set (the token for the gated google/ repos, the API key vLLM then asks every request for), so
+    neither is printed; a token saved by ``hf auth login`` comes with the mounted home.
     """
     home = expand_user(environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface", option="HF_HOME")
-    args = [*_mount(home, HF_HOME_IN_CONTAINER), "-e", f"HF_HOME={HF_HOME_IN_CONTAINER}", "-e", "HF_TOKEN"]
+    args = [*_mount(home, HF_HOME_IN_CONTAINER), "-e", f"HF_HOME={HF_HOME_IN_CONTAINER}", "-e", "HF_TOKEN",
+            "-e", API_KEY_VARIABLE]
     if environ.get("HF_HUB_CACHE"):
         hub = f"{HF_HOME_IN_CONTAINER}/hub"
         args += [*_mount(expand_user(environ["HF_HUB_CACHE"], option="HF_HUB_CACHE"), hub), "-e", f"HF_HUB_CACHE={hub}"]
@@ -133,10 +138,34 @@ def _container(plan: LaunchPlan, image: str | None, environ: Mapping[str, str] |
     return image_for(plan, image), mounts, install_commands(SOURCE_IN_CONTAINER if source is not None else None)
 
 
-def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
-    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``."""
+def publish_address(text: str | None) -> str:
+    """The host address to publish on, as ``docker -p`` takes it (an IPv6 address in brackets); 127.0.0.1 unless
+    given."""
+    if text is None:
+        return DEFAULT_PUBLISH_ADDRESS
+    try:
+        address = ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        raise UserError(f"--publish-address {text!r} is not an IP address",
+                        hint="pass 127.0.0.1 (this machine alone, the default), a LAN address, or 0.0.0.0 "
+                             "(every interface)") from None
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None,
+                publish: str | None = None) -> list[str]:
+    """``docker run`` as a list; its entrypoint runs ``patch apply``, ``patch verify`` and ``vllm serve``. The port is
+    published on ``publish`` (``publish_address``: 127.0.0.1 unless given); inside the container vLLM listens on
+    every interface of the container, which is what docker forwards to."""
+    address = publish_address(publish)
     image, mounts, install = _container(plan, image, environ)
     argv = list(plan.argv)
+    host = _served_host(argv)
+    if host is not None and host.startswith(("127.", "localhost", "::1", "[::1]")):
+        raise UserError(f"--host {host} after -- would make vLLM listen inside the container only, where docker "
+                        "cannot forward to it",
+                        hint=f"drop it: --docker publishes on {DEFAULT_PUBLISH_ADDRESS} already "
+                             "(--publish-address ADDR for another)")
     port = served_port(argv)
     if port is None:
         port = DEFAULT_PORT
@@ -147,13 +176,25 @@ def docker_argv(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[
         "python3 -m specdraft patch verify",
         "exec " + shlex.join(argv),
     ])
-    return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "-p", f"{port}:{port}", *mounts,
+    return ["docker", "run", "--rm", "--gpus", "all", "--ipc=host", "-p", f"{address}:{port}:{port}", *mounts,
             "--entrypoint", "/bin/bash", image, "-c", script]
 
 
-def docker_command(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+def _served_host(argv: Sequence[str]) -> str | None:
+    """The ``--host`` the serve argv sets (the last one wins), None when it sets none."""
+    host = None
+    for index, arg in enumerate(argv):
+        if arg.startswith("--host="):
+            host = arg.split("=", 1)[1]
+        elif arg == "--host" and index + 1 < len(argv):
+            host = argv[index + 1]
+    return host
+
+
+def docker_command(plan: LaunchPlan, *, image: str | None = None, environ: Mapping[str, str] | None = None,
+                   publish: str | None = None) -> str:
     """``docker_argv`` quoted for a POSIX shell."""
-    return shlex.join(docker_argv(plan, image=image, environ=environ))
+    return shlex.join(docker_argv(plan, image=image, environ=environ, publish=publish))
 
 
 def docker_node_argv(plan: LaunchPlan, node: NodeCommand, *, image: str | None = None,

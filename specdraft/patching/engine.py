@@ -4,7 +4,9 @@ Decisions are made on the tree as it is now (the marker and the fixed form in th
 never on the journal: the journal serves revert, and tells ``status`` which applied files changed
 since apply (``changed_since_apply``). ``apply`` and ``revert`` are all or nothing, hold the
 install's lock and decide again under it, so two concurrent runs serialise and the second one sees
-the first one's result. A target file that is a symbolic link is never written. Nothing here
+the first one's result. They decide every byte before the first write; their writes form one
+journal transaction (a failed write puts every file back), and a signal either stops them before
+that or waits for its end (``interruptions``). A target file that is a symbolic link is never written. Nothing here
 imports the package being patched.
 """
 
@@ -22,8 +24,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
-from specdraft.patching import catalog
-from specdraft.patching.journal import Journal, JournalEntry, drop_bytecode, is_writable, sha256, write_atomically
+from specdraft.patching import catalog, interruptions
+from specdraft.patching.journal import Journal, JournalEntry, drop_bytecode, is_writable, sha256
 from specdraft.patching.locate import VllmInstall
 from specdraft.patching.reports import HotfixReport, Outcome, Status
 
@@ -176,46 +178,67 @@ def diff(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRepo
 def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixReport]:
     """Apply every pending hotfix; all or nothing: if one is drifted, no file is written.
 
-    Per file: the pristine bytes are backed up and journaled, the new source is compiled before it
-    is written atomically, and the file's cached bytecode is dropped. Already-applied hotfixes
-    change zero bytes.
+    Every file's new source is made and compiled before the first write. Per file: the pristine
+    bytes are backed up and journaled, the new source is written atomically, and the file's cached
+    bytecode is dropped; if a write fails, the files written before it are put back. A SIGINT or
+    SIGTERM before the first write raises ``Interrupted`` (nothing changed); one that comes while
+    writing is held until every file is written, then raised as ``Interrupted`` saying so (see
+    ``interruptions``). Already-applied hotfixes change zero bytes.
     """
     selection = catalog.select(only)
     journal = Journal(install.root, install.package_dir)
-    with journal.locked():
-        tree = _Tree(install)
-        assessments = [_assess(tree, entry) for entry in selection]
-        drifted = [a.entry.id for a in assessments if a.status is Status.DRIFTED]
-        if drifted:
-            return [
-                _report(install, a, outcome=Outcome.REFUSED if a.status in (Status.DRIFTED, Status.PENDING) else Outcome.UNCHANGED,
-                        detail=a.detail if a.status is Status.DRIFTED else f"{a.detail}; not applied because {', '.join(drifted)} is drifted")
-                for a in assessments
-            ]
-        pending_files = sorted({a.file for a in assessments if a.status is Status.PENDING})
-        for path in pending_files:
-            _refuse_unwritable(path, install)
-        if pending_files:
+    outermost = not interruptions.is_guarded()
+    with interruptions.guarded() as guard:
+        try:
+            with journal.locked():
+                reports = _apply_locked(install, selection, journal, guard)
+        except (KeyboardInterrupt, interruptions.SignalStop):
+            raise interruptions.stopped_before_writing("apply") from None
+    if outermost and guard.received:
+        raise interruptions.finished_despite(guard, "apply", _summary(reports))
+    return reports
+
+
+def _apply_locked(install: VllmInstall, selection: list[CatalogEntry], journal: Journal,
+                  guard: interruptions.Guard) -> list[HotfixReport]:
+    tree = _Tree(install)
+    assessments = [_assess(tree, entry) for entry in selection]
+    drifted = [a.entry.id for a in assessments if a.status is Status.DRIFTED]
+    if drifted:
+        return [
+            _report(install, a, outcome=Outcome.REFUSED if a.status in (Status.DRIFTED, Status.PENDING) else Outcome.UNCHANGED,
+                    detail=a.detail if a.status is Status.DRIFTED else f"{a.detail}; not applied because {', '.join(drifted)} is drifted")
+            for a in assessments
+        ]
+    pending_files = sorted({a.file for a in assessments if a.status is Status.PENDING})
+    for path in pending_files:
+        _refuse_unwritable(path, install)
+    planned = []
+    for path in pending_files:
+        original = path.read_bytes()
+        module = tree.parse(path)
+        fixes = [a.entry for a in assessments if a.status is Status.PENDING and a.file == path]
+        for entry in fixes:
+            module = _rewrite(module, entry)
+        patched = module.code.encode(_encoding_of(module))
+        compile(patched, str(path), "exec", dont_inherit=True)
+        planned.append((path, original, patched, [entry.id for entry in fixes]))
+    if planned:
+        guard.hold()
+        with journal.transaction("apply"):
             journal.prepare()
-        for path in pending_files:
-            original = path.read_bytes()
-            module = tree.parse(path)
-            fixes = [a.entry for a in assessments if a.status is Status.PENDING and a.file == path]
-            for entry in fixes:
-                module = _rewrite(module, entry)
-            patched = module.code.encode(_encoding_of(module))
-            compile(patched, str(path), "exec", dont_inherit=True)
-            journal.record_apply(path, original, patched, [entry.id for entry in fixes], install.version)
-            write_atomically(path, patched)
-            drop_bytecode(path)
-            tree.forget(path)
-        reports = []
-        for before in assessments:
-            after = _assess(tree, before.entry)
-            changed = before.status is Status.PENDING
-            detail = "patched" if changed else ("already applied" if after.status is Status.APPLIED else after.detail)
-            reports.append(_report(install, after, outcome=Outcome.CHANGED if changed else Outcome.UNCHANGED, detail=detail))
-        return reports
+            for path, original, patched, ids in planned:
+                journal.record_apply(path, original, patched, ids, install.version)
+                journal.write(path, patched)
+                drop_bytecode(path)
+                tree.forget(path)
+    reports = []
+    for before in assessments:
+        after = _assess(tree, before.entry)
+        changed = before.status is Status.PENDING
+        detail = "patched" if changed else ("already applied" if after.status is Status.APPLIED else after.detail)
+        reports.append(_report(install, after, outcome=Outcome.CHANGED if changed else Outcome.UNCHANGED, detail=detail))
+    return reports
 
 
 def verify(install: VllmInstall, only: list[str] | None = None, probe: bool = False) -> list[HotfixReport]:
@@ -250,66 +273,133 @@ def verify(install: VllmInstall, only: list[str] | None = None, probe: bool = Fa
 def revert(install: VllmInstall, only: list[str] | None = None, force: bool = False) -> list[HotfixReport]:
     """Restore the pristine bytes of every file patched by the selected hotfixes; all or nothing.
 
-    If one selected hotfix must be refused, no file is written: its file changed since apply
-    (unless ``force``), became a symbolic link, has no backup, or also carries a hotfix not
-    selected (revert them together).
+    The journal decides which files: a patched file that vanished is restored from its backup too,
+    and the report says it was missing. If one selected hotfix must be refused, no file is written:
+    its file changed since apply (unless ``force``), became a symbolic link, has no intact backup, or
+    also carries a hotfix not selected (revert them together). Signals and failed writes are handled
+    as in ``apply``: nothing written, or every file restored.
     """
     selection = catalog.select(only)
     journal = Journal(install.root, install.package_dir)
-    with journal.locked():
-        tree = _Tree(install)
-        assessments = [_assess(tree, entry) for entry in selection]
-        refusals, restore = _revert_plan(journal, assessments, {entry.id for entry in selection}, force)
-        if refusals:
-            blocked = f"not reverted: {', '.join(sorted(refusals))} refused, and revert is all or nothing"
-            return [
-                _report(install, a, outcome=Outcome.REFUSED, detail=refusals.get(a.entry.id, blocked))
-                if a.entry.id in refusals or a.file in restore else
-                _report(install, a, outcome=Outcome.UNCHANGED, detail=f"not applied ({a.detail})")
-                for a in assessments
-            ]
-        for path in sorted(restore):
+    outermost = not interruptions.is_guarded()
+    with interruptions.guarded() as guard:
+        try:
+            with journal.locked():
+                reports = _revert_locked(install, selection, journal, guard, force)
+        except (KeyboardInterrupt, interruptions.SignalStop):
+            raise interruptions.stopped_before_writing("revert") from None
+    if outermost and guard.received:
+        raise interruptions.finished_despite(guard, "revert", _summary(reports))
+    return reports
+
+
+def _revert_locked(install: VllmInstall, selection: list[CatalogEntry], journal: Journal,
+                   guard: interruptions.Guard, force: bool) -> list[HotfixReport]:
+    tree = _Tree(install)
+    assessments = [_assess(tree, entry) for entry in selection]
+    plan = _revert_plan(journal, assessments, {entry.id for entry in selection}, force)
+    if plan.refusals:
+        blocked = f"not reverted: {', '.join(sorted(plan.refusals))} refused, and revert is all or nothing"
+        return [
+            _report(install, a, outcome=Outcome.REFUSED, detail=plan.refusals.get(a.entry.id, blocked))
+            if a.entry.id in plan.refusals or a.entry.id in plan.found else
+            _report(install, a, outcome=Outcome.UNCHANGED, detail=f"not applied ({a.detail})")
+            for a in assessments
+        ]
+    for path in sorted(plan.restore):
+        if path.exists():
             _refuse_unwritable(path, install)
-        if restore:
-            journal.prepare()
-        for path, pristine in sorted(restore.items()):
-            write_atomically(path, pristine)
-            drop_bytecode(path)
-            journal.forget(path)
-            tree.forget(path)
-        reports = []
-        for before in assessments:
-            after = _assess(tree, before.entry)
-            if before.file in restore and before.status is Status.APPLIED:
-                reports.append(_report(install, after, outcome=Outcome.CHANGED, detail="original bytes restored"))
-            else:
-                reports.append(_report(install, after, outcome=Outcome.UNCHANGED, detail=f"not applied ({after.detail})"))
-        return reports
-
-
-def _revert_plan(journal: Journal, assessments: list[_Assessment], selected: set[str],
-                 force: bool) -> tuple[dict[str, str], dict[Path, bytes]]:
-    """The hotfixes revert must refuse (id -> why), and the files it would restore (path -> pristine bytes)."""
-    records = journal.entries()
-    refusals: dict[str, str] = {}
-    restore: dict[Path, bytes] = {}
-    for a in assessments:
-        if a.status is not Status.APPLIED or a.file is None:
-            continue
-        record = records.get(journal.relative(a.file))
-        others = sorted(set(record.hotfixes) - selected) if record else []
-        if record is None or a.entry.id not in record.hotfixes:
-            refusals[a.entry.id] = "applied, but the journal has no backup for it (patched by another tool?)"
-        elif a.file.is_symlink():
-            refusals[a.entry.id] = (f"{a.file} is now a symbolic link (to {os.readlink(a.file)}); "
-                                    f"refusing to replace the link, even with --force")
-        elif not force and _changed_since_apply(a.file, record):
-            refusals[a.entry.id] = f"{a.file} changed since apply; refusing to overwrite it (--force restores the original anyway)"
-        elif others:
-            refusals[a.entry.id] = f"{a.file} also carries {', '.join(others)}; revert them together"
+        elif not is_writable(path.parent):
+            raise UserError(f"{path} is missing and its directory is read-only; nothing was changed",
+                            hint=f"chmod u+w {path.parent} if it is yours to restore, then run revert again")
+    if plan.restore:
+        guard.hold()
+        with journal.transaction("revert"):
+            for path, pristine in sorted(plan.restore.items()):
+                journal.write(path, pristine)
+                drop_bytecode(path)
+                journal.forget(path)
+                tree.forget(path)
+    reports = []
+    for before in assessments:
+        after = _assess(tree, before.entry)
+        if before.entry.id in plan.found:
+            reports.append(_report(install, after, outcome=Outcome.CHANGED, detail=plan.found[before.entry.id]))
         else:
-            restore[a.file] = journal.pristine(record)
-    return refusals, restore
+            reports.append(_report(install, after, outcome=Outcome.UNCHANGED, detail=f"not applied ({after.detail})"))
+    return reports
+
+
+@dataclass
+class _RevertPlan:
+    refusals: dict[str, str]
+    """Hotfix id -> why revert must refuse it."""
+    restore: dict[Path, bytes]
+    """File -> the pristine bytes to write back."""
+    found: dict[str, str]
+    """Hotfix id -> what revert found and will do (the report's detail once it is done)."""
+
+
+def _revert_plan(journal: Journal, assessments: list[_Assessment], selected: set[str], force: bool) -> _RevertPlan:
+    """What revert must refuse and what it would restore, from the journal (every file it names) and the tree."""
+    records = journal.entries()
+    plan = _RevertPlan({}, {}, {})
+    for a in assessments:
+        journaled = {name: record for name, record in records.items() if a.entry.id in record.hotfixes}
+        if not journaled:
+            if a.status is Status.APPLIED and a.file is not None:
+                plan.refusals[a.entry.id] = "applied, but the journal has no backup for it (patched by another tool?)"
+            continue
+        for name, record in sorted(journaled.items()):
+            path = journal.root / name
+            others = sorted(set(record.hotfixes) - selected)
+            if not _is_inside_package(journal, name):
+                plan.refusals[a.entry.id] = (f"the journal names {name!r}, which is not a file of the vllm package; "
+                                             f"refusing to write there")
+            elif path.is_symlink():
+                plan.refusals[a.entry.id] = (f"{path} is now a symbolic link (to {os.readlink(path)}); "
+                                             f"refusing to replace the link, even with --force")
+            elif others:
+                plan.refusals[a.entry.id] = f"{path} also carries {', '.join(others)}; revert them together"
+            elif not path.exists():
+                plan.found[a.entry.id] = f"{name} was missing; original bytes restored from the journal's backup"
+            elif not _is_in(a, path):
+                continue  # the file no longer carries this hotfix (a reinstall): nothing of ours to undo there
+            elif not force and _changed_since_apply(path, record):
+                plan.refusals[a.entry.id] = (f"{path} changed since apply; refusing to overwrite it "
+                                             f"(--force restores the original anyway)")
+            else:
+                plan.found[a.entry.id] = ("original bytes restored (the change made since apply is discarded)"
+                                          if _changed_since_apply(path, record) else "original bytes restored")
+            if a.entry.id in plan.found and a.entry.id not in plan.refusals:
+                try:
+                    plan.restore[path] = journal.pristine(record)
+                except (UserError, OSError):
+                    plan.refusals[a.entry.id] = (f"the journal's backup of {name} ({journal.dir / 'backups' / record.backup}) "
+                                                 f"is missing or does not match its hash")
+    for hotfix in plan.refusals:
+        plan.found.pop(hotfix, None)
+    return plan
+
+
+def _is_inside_package(journal: Journal, name: str) -> bool:
+    """Whether the journal's file name stays inside the package (revert writes there)."""
+    parts = Path(name).parts
+    return (not Path(name).is_absolute() and ".." not in parts and len(parts) > 1
+            and journal.root / parts[0] == journal.dir.parent)
+
+
+def _is_in(assessment: _Assessment, path: Path) -> bool:
+    """Whether the tree shows ``assessment``'s hotfix applied in ``path``."""
+    return assessment.status is Status.APPLIED and assessment.file == path
+
+
+def _summary(reports: list[HotfixReport]) -> str:
+    """The outcomes of ``reports`` in one phrase (``changed: a, b; unchanged: c``)."""
+    by_outcome: dict[str, list[str]] = {}
+    for report in reports:
+        by_outcome.setdefault(str(report.outcome), []).append(report.id)
+    return "; ".join(f"{outcome}: {', '.join(ids)}" for outcome, ids in by_outcome.items())
 
 
 def _changed_since_apply(path: Path, record: JournalEntry) -> bool:

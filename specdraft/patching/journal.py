@@ -11,7 +11,9 @@ the install (a container layer, a copied venv):
 - ``backups/<relative path with / as __>.<sha256[:12]>.orig``: the pristine bytes.
 
 A file is only ever replaced by rename (temporary file in the same directory, fsync, rename, mode
-and owner preserved), so readers see the old or the new file, never a torn one.
+and owner preserved), so readers see the old or the new file, never a torn one. The writes of one
+apply or revert happen inside ``Journal.transaction()``: if one of them fails, every file written
+before it (target files, the journal, its backups and directories) is put back as it was.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class Journal:
         self.root = root
         self.dir = package_dir / JOURNAL_DIR
         self.path = self.dir / "journal.json"
+        self._undo: list[tuple[Path, bytes | None]] | None = None
+        """Inside a transaction: each file written, with its bytes before (None: it did not exist)."""
+        self._created: list[Path] = []
+        self._unlink_after: list[Path] = []
 
     def entries(self) -> dict[str, JournalEntry]:
         if not self.path.is_file():
@@ -109,10 +115,12 @@ class Journal:
         """Create the journal directory, or refuse (``UserError``) before anything is written."""
         if not self.dir.exists() and not is_writable(self.dir.parent):
             raise _not_writable(self.dir, None)
+        missing = [d for d in (self.dir, self.dir / "backups") if not d.exists()]
         try:
             (self.dir / "backups").mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise _not_writable(self.dir, err) from None
+        self._created += missing
         if not is_writable(self.dir) or not is_writable(self.dir / "backups"):
             raise _not_writable(self.dir, None)
 
@@ -124,7 +132,7 @@ class Journal:
         if entry is None or entry.patched_sha256 != sha256(pristine):
             # First patch of this file, or the file was replaced since (a reinstall): start afresh.
             backup = f"{name.replace('/', '__')}.{sha256(pristine)[:12]}.orig"
-            write_atomically(self.dir / "backups" / backup, pristine, mode=0o644)
+            self.write(self.dir / "backups" / backup, pristine, mode=0o644)
             entry = JournalEntry(pristine_sha256=sha256(pristine), patched_sha256="", backup=backup,
                                  vllm_version=version)
         entry.patched_sha256 = sha256(patched)
@@ -146,12 +154,78 @@ class Journal:
         entries = self.entries()
         entry = entries.pop(self.relative(path), None)
         if entry is not None:
-            (self.dir / "backups" / entry.backup).unlink(missing_ok=True)
+            backup = self.dir / "backups" / entry.backup
+            if self._undo is None:
+                backup.unlink(missing_ok=True)
+            else:
+                self._unlink_after.append(backup)  # a rollback may still need it
             self._save(entries)
+
+    def write(self, path: Path, data: bytes, *, mode: int | None = None) -> None:
+        """``write_atomically``, undone by a failing transaction."""
+        if self._undo is not None:
+            try:
+                self._undo.append((path, path.read_bytes()))
+            except FileNotFoundError:
+                self._undo.append((path, None))
+        write_atomically(path, data, mode=mode)
+
+    @contextmanager
+    def transaction(self, action: str) -> Iterator[None]:
+        """The writes of one ``action`` (apply, revert), all or nothing.
+
+        If the block raises, every file written through ``write`` (and the journal, its backups and the
+        directories ``prepare`` made) is put back as it was before the error goes on; an ``OSError`` becomes
+        a ``UserError`` that says so. Backups ``forget`` drops are deleted only once the block succeeded.
+        """
+        self._undo, self._created, self._unlink_after = [], [], []
+        try:
+            yield
+        except BaseException as err:
+            left = self._roll_back()
+            if isinstance(err, OSError) and not left:
+                raise UserError(
+                    f"{action} could not write {err.filename or 'a file'} ({err.strerror or err}) and was rolled back: "
+                    f"every file is as it was before",
+                    hint="free space or fix permissions there, then run the same command again",
+                ) from None
+            if left:
+                raise UserError(
+                    f"{action} failed ({err}) and could not put back {', '.join(map(str, left))}: "
+                    f"those files are half changed",
+                    hint="reinstall vLLM to get pristine files (pip install --force-reinstall --no-deps vllm), "
+                         f"then remove {self.dir}",
+                ) from None
+            raise
+        else:
+            for backup in self._unlink_after:
+                backup.unlink(missing_ok=True)
+        finally:
+            self._undo, self._created, self._unlink_after = None, [], []
+
+    def _roll_back(self) -> list[Path]:
+        """Put every file written in this transaction back; the files that could not be put back."""
+        left = []
+        for path, before in reversed(self._undo or []):
+            try:
+                if before is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    write_atomically(path, before)
+                if path.suffix == ".py":
+                    drop_bytecode(path)
+            except OSError:
+                left.append(path)
+        for directory in reversed(self._created):
+            try:
+                directory.rmdir()
+            except OSError:
+                pass  # not empty (a file left above) or already gone: nothing more to undo
+        return left
 
     def _save(self, entries: dict[str, JournalEntry]) -> None:
         document = {"files": {name: asdict(entry) for name, entry in sorted(entries.items())}}
-        write_atomically(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+        self.write(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
 
 
 def _check_entry(entry: JournalEntry) -> None:

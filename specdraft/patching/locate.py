@@ -77,7 +77,7 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
     if vllm_root is not None:
         return _from_root(Path(vllm_root), source=f"--vllm-root {vllm_root}")
     if python is not None:
-        return _from_interpreter(Path(python))
+        return _from_interpreter(os.fspath(python))
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise UserError(
@@ -92,34 +92,37 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
     return replace(_from_root(root, source=sys.executable, python=Path(sys.executable)), has_vllm_metadata=metadata)
 
 
-def _from_interpreter(python: Path) -> VllmInstall:
+def _from_interpreter(typed: str) -> VllmInstall:
+    """Messages name the interpreter as typed (``./x`` keeps its ``./``); it runs by its absolute path, so a
+    name without a slash is never looked up on PATH instead of the file that was checked."""
+    python = Path(typed).absolute()
     if not python.exists():
-        raise UserError(f"interpreter {python} does not exist", hint="pass --python /path/to/venv/bin/python")
+        raise UserError(f"interpreter {typed} does not exist", hint="pass --python /path/to/venv/bin/python")
     timeout_s = interpreter_timeout_s()
     try:
         done = run_bounded([str(python), "-c", _ASK_INTERPRETER], timeout_s=timeout_s, max_bytes=2**20)
     except OSError as err:
-        raise UserError(f"cannot run interpreter {python}: {err.strerror or err}",
+        raise UserError(f"cannot run interpreter {typed}: {err.strerror or err}",
                         hint="pass --python /path/to/venv/bin/python") from None
     if done.timed_out:
-        raise UserError(f"interpreter {python} did not answer within {timeout_s:g} s (stopped, with what it started)",
+        raise UserError(f"interpreter {typed} did not answer within {timeout_s:g} s (stopped, with what it started)",
                         hint=f"pass --python the venv's python, or give it longer: {PYTHON_TIMEOUT_VARIABLE}=300 "
                              "specdraft ...")
     stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     if done.returncode != 0:
         last = (stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"interpreter {python} failed: {last}", hint="pass --python /path/to/venv/bin/python")
+        raise UserError(f"interpreter {typed} failed: {last}", hint="pass --python /path/to/venv/bin/python")
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
         root, metadata = answer["root"], answer["cli_metadata"]
     except (IndexError, ValueError, TypeError, KeyError, RecursionError):
-        raise UserError(f"{python} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
+        raise UserError(f"{typed} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
     if root is None:
         raise UserError(
-            f"no vLLM is installed in interpreter {python}",
-            hint=f"{python} -m pip install vllm  (or point --python at the venv that has it)",
+            f"no vLLM is installed in interpreter {typed}",
+            hint=f"{typed} -m pip install vllm  (or point --python at the venv that has it)",
         )
-    return replace(_from_root(Path(root), source=str(python), python=python), has_vllm_metadata=metadata)
+    return replace(_from_root(Path(root), source=typed, python=python), has_vllm_metadata=metadata)
 
 
 def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:

@@ -15,7 +15,7 @@ from specdraft.checkpoints import Checkpoint, Quantization, inspect_checkpoint
 from specdraft.families import LayerKV
 from specdraft.planning._checks import PairFacts, check_pair, needs_hybrid_manager_disabled
 from specdraft.planning._decisions import Decisions, decide
-from specdraft.planning._facts import LaunchFacts, gather_facts
+from specdraft.planning._facts import API_KEY_VARIABLE, LaunchFacts, gather_facts
 from specdraft.planning._flag_rules import SERVE_FLAG_RULES, FlagRule, serve_flags
 from specdraft.planning._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
 from specdraft.planning._multimodal import MultimodalVerdict, multimodal_verdict
@@ -29,7 +29,7 @@ from specdraft.planning._vllm_flags import VllmArguments, read_vllm_arguments
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
 
 __all__ = [
-    "AsyncSchedulingDecision", "Checkpoint", "NodeCommand", "VLLM_CLI_MODULE", "node_commands", "CliOption", "Decisions", "Finding", "FlagRule", "GpuProfile", "KVShape",
+    "API_KEY_VARIABLE", "AsyncSchedulingDecision", "Checkpoint", "NodeCommand", "VLLM_CLI_MODULE", "node_commands", "CliOption", "Decisions", "Finding", "FlagRule", "GpuProfile", "KVShape",
     "LaunchFacts", "LaunchPlan", "LaunchRequest", "LayerKV", "MemoryPlan", "MultimodalVerdict", "PROFILES",
     "PairFacts", "Quantization", "SERVE_FLAG_RULES", "ServeFlag", "ServePlan", "SpeculativeConfig", "TemplateChoice",
     "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",

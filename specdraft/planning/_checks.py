@@ -18,6 +18,7 @@ from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
 from specdraft.planning._moe import is_moe_target, stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._release_support import first_release, release_support
 from specdraft.planning._request import HotfixMode
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
 from specdraft.planning._template_choice import CheckpointComparison
@@ -70,6 +71,9 @@ def _ok(check: str, message: str) -> Finding:
 
 def check_checkpoint(role: str, checkpoint: Checkpoint) -> Finding:
     name = f"{role}-checkpoint"
+    if checkpoint.source == "unknown" and checkpoint.path is not None:  # a local path: nothing to download
+        return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
+                       hint=f"check the path, or pass a Hugging Face repo id with --{role}")
     if checkpoint.source == "unknown":
         return Finding(level="error", check=name, message=f"{role} {checkpoint.ref}: " + "; ".join(checkpoint.notes),
                        hint=f"download it first: hf download {shlex.quote(checkpoint.ref)}")
@@ -230,31 +234,51 @@ def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) 
 
 def published_assistant(target: Checkpoint) -> str | None:
     """The published MTP assistant of a target: the shipped one whose ``backbone_hidden_size`` is its width."""
+    assistant = _published_assistant_facts(target)
+    return assistant.repo_id if assistant is not None else None
+
+
+def _published_assistant_facts(target: Checkpoint):
     if not target.is_known or target.is_assistant or target.family is None:
         return None
     width = target.text_config.get("hidden_size")
-    return next((facts.repo_id for facts in shipped_assistants()
+    return next((facts for facts in shipped_assistants()
                  if width and facts.config.get("backbone_hidden_size") == width), None)
 
 
+def _serves_assistant(support, model_type: str | None) -> bool:
+    return "mtp" in support.speculative_methods and (model_type is None
+                                                     or model_type in support.gemma4_assistant_model_types)
+
+
 def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
-                          draft: Checkpoint | None) -> Finding | None:
+                          draft: Checkpoint | None, version: str | None = None) -> Finding | None:
     """A tip, not a verdict (None when it does not apply): a draft model beside a target that has a published
-    MTP assistant, which measured ~2x faster (docs/gpu/README.md: H100, vLLM 0.26.0, the 31B, forced acceptance)."""
+    MTP assistant, which measured ~2x faster (docs/gpu/README.md: H100, vLLM 0.26.0, the 31B, forced acceptance).
+    Where the serving release (``version``) is known and refuses that assistant (method mtp or its model type), the
+    tip names the first release that serves it, or is not given when none does."""
     if draft is None or not draft.is_known or draft.is_assistant:
         return None
     if resolved_method(speculative, draft) != "draft_model":
         return None
-    assistant = published_assistant(target)
+    assistant = _published_assistant_facts(target)
     if assistant is None:
         return None
+    model_type = assistant.config.get("model_type")
+    support = release_support(version)
+    upgrade, first = "", None
+    if support is not None and not _serves_assistant(support, model_type):
+        first = first_release(lambda release: _serves_assistant(release, model_type))
+        if first is None:
+            return None
+        upgrade = f" (vLLM {version} refuses it: it needs vLLM {first} or later)"
     hotfixes = ", ".join(hotfixes_needed(frozenset({Trait.GEMMA4_MTP_ASSISTANT})))
     return Finding(level="info", check="mtp-assistant",
-                   message=f"tip: --draft {assistant}, the target's MTP assistant (method mtp), decoded ~2x as fast "
-                           "as an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance 0.85, "
-                           f"vLLM 0.26.0)" + (f"; specdraft applies {hotfixes} where the serving vLLM needs it"
-                                              if hotfixes else ""),
-                   hint=f"launch --draft {assistant}")
+                   message=f"tip: --draft {assistant.repo_id}, the target's MTP assistant (method mtp), decoded ~2x as "
+                           "fast as an E2B draft_model pairing on an H100 (31B: 155 vs 79 tok/s at forced acceptance "
+                           f"0.85, vLLM 0.26.0){upgrade}" + (f"; specdraft applies {hotfixes} where the serving vLLM "
+                                                             "needs it" if hotfixes else ""),
+                   hint=f"launch --draft {assistant.repo_id}" + (f" with vLLM >= {first}" if first else ""))
 
 
 _MOE_LOSS = ("a draft model beside a mixture-of-experts target decoded slower than the target alone at every K "
@@ -453,7 +477,7 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     if draft is not None:
         findings.append(check_checkpoint("draft", draft))
     findings.append(check_method(facts.speculative, draft))
-    tip = suggest_mtp_assistant(facts.target, facts.speculative, draft)
+    tip = suggest_mtp_assistant(facts.target, facts.speculative, draft, facts.vllm.version)
     if tip is not None:
         findings.append(tip)
     loss = check_measured_loss(facts.target, facts.speculative, draft, facts.profile, facts.tensor_parallel_size)

@@ -6,6 +6,7 @@ hotfix status, the ``--from-bench`` result); the decisions and checks after it a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +21,9 @@ from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculators import speculator_from_name, speculator_of
 from specdraft.planning._speculative_choice import choose_method
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
+
+API_KEY_VARIABLE = "VLLM_API_KEY"
+"""The environment variable vLLM takes its API key from when ``--api-key`` is not given."""
 
 
 class LaunchFacts(BaseModel):
@@ -36,6 +40,8 @@ class LaunchFacts(BaseModel):
     """``--method auto``'s ranking of the candidate methods."""
     load_test: LoadTest | None = None
     """``--from-bench``: what a load test measured per concurrency level."""
+    api_key_in_environment: bool = False
+    """Whether ``VLLM_API_KEY`` is set here: vLLM then asks every request for that key (its value is never read)."""
 
     @property
     def known_draft_config(self) -> dict | None:
@@ -91,11 +97,17 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
                                 moe_per_expert_weights=stores_experts_apart(target),
                                 k_schedule_on_v2=request.max_num_seqs > 1)
         vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
-        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test)
+        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test,
+                           api_key_in_environment=_api_key_in_environment())
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
                            thinking=request.enable_thinking, measured=measured_acceptance(request),
                            vllm_root=vllm.root)
     if ranking.ranked and ranking.ranked[0].draft is None:
         draft = None
-    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test)
+    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test,
+                       api_key_in_environment=_api_key_in_environment())
+
+
+def _api_key_in_environment() -> bool:
+    return bool(os.environ.get(API_KEY_VARIABLE, "").strip())

@@ -141,17 +141,6 @@ def async_scheduling(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None
     return ServeFlag(name=decision.flag, reason=decision.reason) if decision.flag else None
 
 
-def trust_remote_code(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
-    """Only a checkpoint that ships its own model code (an ``auto_map`` in config.json) needs it; a family vLLM
-    and transformers implement (Gemma 4) runs on their own classes, and the flag would let any code in the repo run."""
-    shipping = [c.ref for c in (facts.target, facts.draft) if c is not None and c.config.get("auto_map")]
-    if not shipping:
-        return None
-    return ServeFlag(name="--trust-remote-code",
-                     reason=f"{' and '.join(shipping)} ship{'s' if len(shipping) == 1 else ''} model code "
-                            "(auto_map in config.json)")
-
-
 # the chat surface: the target's family names its parsers and template
 
 
@@ -206,7 +195,7 @@ def chat_template(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 SERVE_FLAG_RULES: tuple[FlagRule, ...] = (
     quantization, moe_backend, revision, tensor_parallel, pipeline_parallel, data_parallel, speculative_config,
     max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_dtype, attention_backend, prefix_caching,
-    hybrid_kv_cache_manager, language_model_only, async_scheduling, trust_remote_code,
+    hybrid_kv_cache_manager, language_model_only, async_scheduling,
     auto_tool_choice, tool_call_parser, reasoning_parser, content_format, thinking_default, chat_template,
 )
 

@@ -7,7 +7,8 @@ and how many KV heads each rank keeps, with vLLM's own rules (read from vLLM 0.1
   so every rank keeps ``max(1, kv_heads // tp)`` heads).
 - the draft's TP is the target's unless asked otherwise (``SpeculativeConfig._verify_and_get_draft_tp``);
   which other sizes vLLM accepts per method is ``check_draft_tensor_parallel``'s (``_checks``).
-- one engine spans ``tp x pp`` GPUs; ``--data-parallel-size`` copies of it fill the rest.
+- one engine spans ``tp x pp`` GPUs; ``--data-parallel-size`` copies of it fill the rest (an unset TP is
+  derived from the GPUs each copy gets).
 
 Pure: config.json dicts and sizes in, a ``ParallelPlan`` with findings out.
 """
@@ -163,9 +164,10 @@ def _size_findings(topology: Topology, tp: int, pp: int, dp: int) -> list[Findin
 def plan_parallelism(topology: Topology, target: Mapping | None, draft: Mapping | None, *,
                      tensor_parallel_size: int | None = None, pipeline_parallel_size: int = 1,
                      data_parallel_size: int = 1, draft_tensor_parallel_size: int | None = None) -> ParallelPlan:
-    """Sizes for ``target`` (and ``draft``) on ``topology``; unset TP spreads one engine over every GPU
-    (``check_parallel`` judges the result)."""
-    tp = tensor_parallel_size or _default_tensor_parallel(max(topology.gpus // pipeline_parallel_size, 1), target)
+    """Sizes for ``target`` (and ``draft``) on ``topology``; unset TP spreads each engine over the GPUs its pipeline
+    stage gets once the data-parallel copies have their share (``check_parallel`` judges the result)."""
+    per_stage = topology.gpus // (pipeline_parallel_size * data_parallel_size)
+    tp = tensor_parallel_size or _default_tensor_parallel(max(per_stage, 1), target)
     draft_tp = draft_tensor_parallel_size or tp
     return ParallelPlan(
         topology=topology, tensor_parallel_size=tp, pipeline_parallel_size=pipeline_parallel_size,

@@ -86,8 +86,8 @@ class LaunchRequest(BaseModel):
     """Hosts one engine spans (2 for two DGX Sparks joined by their cable); one command per node is planned."""
     tensor_parallel_size: Annotated[int | None, CliOption(group="GPUs and nodes", metavar="N")] = Field(
         default=None, ge=1)
-    """Target tensor-parallel size; unset: every GPU of the nodes (per pipeline stage) the heads divide by;
-    passed only when above 1."""
+    """Target tensor-parallel size; unset: every GPU of the nodes (per pipeline stage and data-parallel copy) the
+    heads divide by; passed only when above 1."""
     draft_tensor_parallel_size: Annotated[int | None, CliOption(group="GPUs and nodes", metavar="N")] = Field(
         default=None, ge=1)
     """Draft tensor-parallel size; unset: the target's (what draft_model needs)."""
@@ -182,6 +182,10 @@ class LaunchRequest(BaseModel):
             raise ValueError(f"draft: method {self.method} uses no draft checkpoint; drop --draft")
         if self.method in METHODS_WITH_DRAFT_MODEL and self.draft is None:
             raise ValueError(f"draft: method {self.method} needs a draft checkpoint (--draft)")
+        if (self.prompt_lookup_min is not None and self.prompt_lookup_max is not None
+                and self.prompt_lookup_min > self.prompt_lookup_max):
+            raise ValueError(f"prompt_lookup_min: {self.prompt_lookup_min} is above prompt_lookup_max "
+                             f"{self.prompt_lookup_max} (the shortest n-gram matched cannot be longer than the longest)")
         method, separator, _ = (self.acceptance_from or "").partition("=")
         if self.acceptance_from is not None and (not separator or method not in METHODS):
             raise ValueError(f"acceptance_from: give METHOD=RESULT.json with METHOD one of {', '.join(METHODS)}, "

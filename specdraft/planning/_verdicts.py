@@ -6,6 +6,7 @@ from the shipped table, the requested values) and returns one ``Finding``; the c
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -155,10 +156,16 @@ def check_tensor_parallel(tensor_parallel_size: int, draft_tensor_parallel_size:
 
 
 def check_draft_size(target_ref: str, target_params: int | None, draft_ref: str, draft_params: int | None) -> Finding:
-    """A draft as large as its target cannot make decoding faster: every drafted token costs a target step."""
+    """A draft as large as its target cannot make decoding faster: every drafted token costs a target step. One larger
+    than its target is refused: the two were most likely given the wrong way round."""
     if not target_params or not draft_params or draft_params < target_params:
         ratio = f" ({draft_params / target_params:.0%} of the target)" if target_params and draft_params else ""
         return _ok("draft-size", "draft smaller than target" + ratio)
+    if draft_params > target_params:
+        return Finding(level="error", check="draft-size",
+                       message=f"draft {draft_ref} ({draft_params / 1e9:.2f}B parameters) is larger than target "
+                               f"{target_ref} ({target_params / 1e9:.2f}B): target and draft swapped?",
+                       hint=f"specdraft launch --target {shlex.quote(draft_ref)} --draft {shlex.quote(target_ref)} ...")
     return Finding(level="warning", check="draft-size",
                    message=f"draft {draft_ref} has {draft_params / 1e9:.2f}B parameters, target {target_ref} "
                            f"{target_params / 1e9:.2f}B: a draft this large cannot speed decoding up",

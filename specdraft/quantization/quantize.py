@@ -136,6 +136,15 @@ class QuantizeResult:
     """Linear layers kept BF16 beyond the Gemma 4 exclusions, and why (all-zero weight, not a multiple of the block)."""
 
 
+def check_model_dir(model_dir: Path) -> None:
+    """Refuse (``UserError``) a ``--model`` that is not a directory, before anything looks inside it."""
+    if model_dir.is_dir():
+        return
+    what = "is not a directory" if model_dir.exists() else "does not exist"
+    raise UserError(f"--model {model_dir} {what}",
+                    hint="pass the local directory of a Hugging Face Gemma 4 checkpoint (e.g. gemma-4-E2B-it)")
+
+
 def plan_quantization(
     model_dir: Path,
     scheme: DraftScheme = "nvfp4",
@@ -152,6 +161,7 @@ def plan_quantization(
     or the GPU's free memory for ``cuda``.
     """
     model_dir = Path(model_dir)
+    check_model_dir(model_dir)
     if scheme not in SCHEME_PRESETS:
         raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
     if not os.path.lexists(model_dir / "config.json"):

@@ -180,3 +180,11 @@ def test_a_saved_result_with_levels_of_the_wrong_shape_is_refused(capsys, tmp_pa
     path.write_text(json.dumps(data))
     code, _, err = bench(capsys, "--compare-results", str(path), str(path))
     assert code == 2 and "malformed bench result" in err.splitlines()[0]
+
+
+@pytest.mark.parametrize("levels", ["0", "1,0", "-2"])
+def test_a_concurrency_level_below_one_is_refused_before_any_request(capsys, levels):
+    with pytest.raises(SystemExit) as refused:
+        main(["bench", "--base-url", f"http://127.0.0.1:{closed_port()}", "--model", "m", "--concurrency", levels])
+    assert refused.value.code == 2
+    assert "a concurrency level is 1 request in flight or more" in capsys.readouterr().err

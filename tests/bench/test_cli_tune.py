@@ -107,3 +107,12 @@ def test_max_k_is_bounded_so_tune_answers_at_once(capsys):
     """--max-k 100000000 built a hundred-million-row table (minutes, gigabytes)."""
     code, _, err = tune(capsys, "--per-position-acceptance", "0.8", "--cost-ratio", "0.1", "--max-k", "100000000")
     assert code == 2 and err.splitlines()[0] == "specdraft: error: --max-k must be between 1 and 64, got 100000000"
+
+
+@pytest.mark.parametrize("option, value", [("--context", "-5"), ("--context", "0"), ("--concurrency", "0"),
+                                           ("--max-k", "0")])
+def test_a_size_below_one_is_refused_with_its_option(capsys, option, value):
+    code, out, err = tune(capsys, "--per-position-acceptance", "0.8,0.6", "--shapes", "google/gemma-4-31B-it",
+                          "google/gemma-4-E2B-it", option, value)
+    assert code == 2 and not out
+    assert f"error: tune: {option}: Input should be greater than or equal to 1 (got {value})" in err

@@ -43,7 +43,7 @@ def _served(argv: list[str]) -> list[str]:
 @pytest.mark.parametrize("extra", [["--port", "8001"], ["--port=8001"], ["--port", "9", "--port", "8001"]])
 def test_the_port_given_after_the_separator_is_the_one_published(extra):
     argv = docker_argv(_plan(extra), image=IMAGE, environ={})
-    assert argv[argv.index("-p") + 1] == "8001:8001"
+    assert argv[argv.index("-p") + 1] == "127.0.0.1:8001:8001"
     served = _served(argv)
     assert [a for a in served if a.startswith("--port")] == [a for a in extra if a.startswith("--port")]
     assert "8000" not in served
@@ -51,7 +51,7 @@ def test_the_port_given_after_the_separator_is_the_one_published(extra):
 
 def test_without_a_port_8000_is_served_and_published():
     argv = docker_argv(_plan(), image=IMAGE, environ={})
-    assert argv[argv.index("-p") + 1] == "8000:8000" and _served(argv)[-2:] == ["--port", "8000"]
+    assert argv[argv.index("-p") + 1] == "127.0.0.1:8000:8000" and _served(argv)[-2:] == ["--port", "8000"]
 
 
 def test_a_port_that_is_not_a_port_is_bad_input():

@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from tests.planning.conftest import shipped_config, write_checkpoint
+
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"
 # The configuration validated on a DGX Spark (9 -> 18 tok/s); specdraft must plan exactly this.
 SPARK_SPECULATIVE_CONFIG = {"model": DRAFT, "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1,
@@ -77,8 +79,9 @@ def test_a_draft_model_pairing_shows_the_mtp_assistant_tip_in_the_report_and_in_
     assert finding["hint"] == "launch --draft google/gemma-4-31B-it-assistant" and plan["ok"]
 
 
-@pytest.mark.parametrize("target", ["/models/my gemma/31B", "/models/x;rm -rf ~", "/m/$(touch pwned)'quote\"d"])
-def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, target):
+@pytest.mark.parametrize("name", ["my gemma/31B", "x;rm -rf ~", "$(touch pwned)'quote\"d"])
+def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, name):
+    target = str(write_checkpoint(tmp_path / "models" / name, shipped_config("google/gemma-4-31B-it")))
     done = specdraft_cli("launch", "--target", target, "--draft", DRAFT, "--print", "--", "--served-model-name", "a b")
     command = done.stdout.strip()
     argv = json.loads(specdraft_cli("launch", "--target", target, "--draft", DRAFT, "--dry-run", "--json", "--",
@@ -90,8 +93,7 @@ def test_print_quotes_paths_so_bash_sees_the_same_argv(specdraft_cli, tmp_path, 
 
 
 def test_docker_command_survives_two_rounds_of_shell_parsing(specdraft_cli, tmp_path):
-    target = tmp_path / "my models" / "t;x"
-    target.mkdir(parents=True)
+    target = write_checkpoint(tmp_path / "my models" / "t;x", shipped_config("google/gemma-4-31B-it"))
     done = specdraft_cli("launch", "--target", str(target), "--draft", DRAFT, "--docker",
                          "--image", "vllm/vllm-openai:v0.26.0")
     outer = shlex.split(done.stdout.strip())

@@ -6,6 +6,8 @@ import json
 
 from specdraft.patching import list_hotfixes
 
+from .conftest import py_hashes
+
 # The hotfixes these tests look at; others the catalog holds are not counted.
 KNOWN = ("gemma4-mtp-shares-backbone-embeddings", "kv-sharing-uniform-specs", "kv-uniform-catches-valueerror")
 
@@ -64,3 +66,12 @@ def test_status_answered_from_memo_equals_a_fresh_decision(tree_of, cli, monkeyp
     assert {id: after[id] for id in KNOWN} == {"kv-sharing-uniform-specs": "applied",
                                                "kv-uniform-catches-valueerror": "pending",
                                                "gemma4-mtp-shares-backbone-embeddings": "fixed-upstream"}
+
+
+def test_apply_dry_run_prints_the_diff_and_writes_nothing(tree_of, cli):
+    root = tree_of("0.26.0")
+    pristine = py_hashes(root)
+    expected = cli("diff", "--vllm-root", root)
+    code, out, err = cli("apply", "--dry-run", "--vllm-root", root)
+    assert (code, out, err) == expected and code == 1 and "+++ b/vllm/v1/worker/utils.py" in out
+    assert py_hashes(root) == pristine and not (root / "vllm/.specdraft").exists()

@@ -95,3 +95,21 @@ def test_a_path_the_system_refuses_is_one_clear_line(tmp_path):
     done = run_specdraft("patch", "status", "--vllm-root", tmp_path / ("x" * 300))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("specdraft: error: ") and "File name too long" in done.stderr
+
+
+@pytest.mark.parametrize("typed", ["./bin/python", "bin/../bin/python"])
+def test_a_relative_interpreter_is_named_as_typed_and_runs_the_file_it_names(tmp_path, monkeypatch, cli, typed):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("status", "--python", typed)
+    assert code == 2 and f"no vLLM is installed in interpreter {typed}" in err  # it ran and answered
+    assert f"next: {typed} -m pip install vllm" in err
+
+
+def test_an_interpreter_named_without_a_slash_is_the_file_here_not_one_on_path(tmp_path, monkeypatch, cli):
+    (tmp_path / "python3").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, _, err = cli("status", "--python", "python3")
+    assert code == 2 and "no vLLM is installed in interpreter python3" in err

@@ -250,3 +250,16 @@ def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir,
     assert published_assistant(target) is None
     assert suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft) is None
     assert suggest_mtp_assistant(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), draft).level == "info"
+
+
+def test_the_mtp_tip_never_names_an_assistant_the_serving_release_refuses(facts):
+    target, draft = facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it")
+    # 0.19.0-0.20.x load no Gemma 4 assistant model type: the tip names the first release that does
+    old = suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft, "0.19.0")
+    assert "vLLM 0.19.0 refuses it: it needs vLLM 0.21.0 or later" in old.message
+    assert old.hint == "launch --draft google/gemma-4-31B-it-assistant with vLLM >= 0.21.0"
+    served = suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft, "0.26.0")
+    assert "refuses" not in served.message and served.hint == "launch --draft google/gemma-4-31B-it-assistant"
+    # the 12B's assistant is a gemma4_unified_assistant: 0.21.0 and 0.22.x load only gemma4_assistant
+    twelve = suggest_mtp_assistant(facts("google/gemma-4-12B-it"), SpeculativeConfig(model="d"), draft, "0.22.0")
+    assert "google/gemma-4-12B-it-assistant" in twelve.message and "needs vLLM 0.23.0 or later" in twelve.message

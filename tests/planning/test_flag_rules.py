@@ -3,7 +3,6 @@
 import pytest
 
 from specdraft.planning import LaunchRequest, build_launch_plan
-from tests.planning.conftest import shipped_config, write_checkpoint
 
 DRAFT = "mikeytag/gemma-4-E2B-it-NVFP4"
 
@@ -21,9 +20,8 @@ def test_a_gemma4_pair_runs_without_trust_remote_code():
     assert plan.serve.flag("--trust-remote-code") is None and "--trust-remote-code" not in plan.argv
 
 
-def test_a_checkpoint_that_ships_model_code_gets_trust_remote_code_naming_it(tmp_path):
-    config = shipped_config("google/gemma-4-31B-it")
-    config["auto_map"] = {"AutoModelForCausalLM": "modeling_custom.CustomForCausalLM"}
-    target = write_checkpoint(tmp_path / "custom", config)
-    flag = build_launch_plan(LaunchRequest(target=str(target), draft=DRAFT)).serve.flag("--trust-remote-code")
-    assert flag is not None and flag.reason == f"{target} ships model code (auto_map in config.json)"
+def test_a_checkpoint_that_ships_model_code_gets_no_trust_remote_code():
+    # (the warning that names it: tests/launch/test_safe_defaults.py)
+    from specdraft.planning import SERVE_FLAG_RULES
+
+    assert "trust_remote_code" not in {rule.__name__ for rule in SERVE_FLAG_RULES}

@@ -11,7 +11,7 @@ from specdraft.planning._serve_checks import restrict_to_version
 
 PLANNED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
                  "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",
-                 "--disable-hybrid-kv-cache-manager", "--trust-remote-code", "--enable-auto-tool-choice",
+                 "--disable-hybrid-kv-cache-manager", "--enable-auto-tool-choice",
                  "--tool-call-parser", "--reasoning-parser", "--chat-template-content-format",
                  "--default-chat-template-kwargs", "--chat-template", "--language-model-only"]
 

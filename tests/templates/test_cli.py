@@ -104,3 +104,41 @@ def test_check_of_an_empty_template_is_one_finding(tmp_path):
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == "empty-template  (template): the template is empty (or only whitespace)"
     assert done.stdout.strip().endswith("1 finding(s): empty-template")
+
+
+def _erring_server(status: int):
+    """A real HTTP server on localhost that answers every request with ``status`` (as a broken vLLM does)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"error": {"message": "the model crashed"}}'
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_probe_of_a_server_that_answers_errors_says_the_server_failed_not_that_it_leaked():
+    server = _erring_server(500)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        done = specdraft("probe", "--base-url", url, "--model", "m")
+        as_json = json.loads(specdraft("probe", "--base-url", url, "--model", "m", "--json").stdout)
+    finally:
+        server.shutdown()
+    assert done.returncode == 1
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith(f"{url}: the server failed all ") and "HTTP 500" in summary
+    assert "nothing was checked for leaks" in summary and "clean" not in summary
+    assert "check the server's log" in done.stderr and "reasoning-parser" not in done.stderr
+    assert as_json["failed"] == len(as_json["results"]) and as_json["leaked"] == 0 and not as_json["ok"]
