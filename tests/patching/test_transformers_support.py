@@ -20,6 +20,7 @@ from specdraft.planning import LaunchRequest, build_launch_plan
 
 RULES = transformers_rules()
 CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
+MODEL = "vllm/model_executor/models/gemma4.py"
 # releases whose wheels the rest of the suite downloads anyway, on both sides of 0.28.0
 READ_RELEASES = ("0.19.0", "0.22.1", "0.24.0", "0.26.0", "0.27.0", "0.28.0", "0.31.0", "0.32.0", "0.33.0")
 
@@ -34,8 +35,8 @@ def test_each_rule_flags_its_example_with_the_version_the_range_and_the_pip_comm
     finding = transformers_finding(first_release(rule), rule.flags, "/venv/bin/python")
     assert finding is not None and finding.level == "warning" and finding.check == "transformers"
     assert f"transformers {rule.flags} in /venv/bin/python" in finding.message
-    assert rule.works in finding.message and "AmbiguousGlobalPerLayerAttributeError" in finding.message
-    assert finding.hint == f"/venv/bin/python -m pip install 'transformers{rule.works}'"
+    assert rule.works in finding.message and rule.failure in finding.message
+    assert finding.hint == f"/venv/bin/python -m pip install 'transformers{rule.install}'"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.vllm)
@@ -43,14 +44,24 @@ def test_each_rule_accepts_its_example(rule):
     assert transformers_finding(first_release(rule), rule.accepts, "/venv/bin/python") is None
 
 
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.vllm)
+def test_what_the_fix_installs_is_read_by_the_release(rule):
+    floor = next(spec.version for spec in SpecifierSet(rule.install) if spec.operator == ">=")
+    assert rule.reads_with(Version(floor)) and SpecifierSet(rule.install).contains(rule.accepts)
+
+
 def test_rules_do_not_overlap_and_a_cpu_build_version_finds_its_rule():
-    for release in ("0.19.0", "0.23.0", "0.24.0", "0.27.1"):
+    for release in ("0.19.0", "0.23.0", "0.24.0", "0.27.1", "0.32.0", "0.33.0"):
         assert sum(rule.covers(Version(release)) for rule in RULES) == 1, release
     assert rule_for("0.26.0+cpu") is rule_for("0.26.0") is not None
 
 
-def test_a_release_that_reads_per_layer_configs_is_not_flagged():
-    assert rule_for("0.28.0") is None and transformers_finding("0.32.0", "5.24.0") is None
+def test_releases_that_read_both_sides_of_transformers_5_15_have_no_rule():
+    assert rule_for("0.28.0") is None and rule_for("0.31.0") is None and rule_for("0.34.0") is None
+
+
+def test_a_transformers_above_the_release_pin_that_still_reads_gemma4_is_not_flagged():
+    assert transformers_finding("0.32.0", "5.24.0") is None  # measured: 0.32.0 serves the tiny target on it
 
 
 def test_unknown_versions_are_not_flagged():
@@ -58,11 +69,14 @@ def test_unknown_versions_are_not_flagged():
 
 
 @pytest.mark.parametrize("version", READ_RELEASES)
-def test_the_rules_end_where_the_release_starts_reading_per_layer_configs(release_trees_all, version):
-    """A release flagged for transformers 5.15.0 is one whose config convertor has no per-layer configs."""
-    source = (release_trees_all(version) / CONVERTOR).read_text()
-    reads_per_layer = "def get_per_layer_hf_configs" in source
-    assert reads_per_layer == (transformers_finding(version, "5.15.0") is None)
+def test_the_rules_follow_where_the_release_reads_per_layer_configs(release_trees_all, version):
+    """Flagged for transformers 5.15.0: the config convertor has no per-layer configs (reads `head_dim` globally).
+    Flagged for 5.14.1: the decoder layer reads `per_layer_config`, which only 5.15.0 and later set."""
+    tree = release_trees_all(version)
+    reads_per_layer = "def get_per_layer_hf_configs" in (tree / CONVERTOR).read_text()
+    needs_per_layer = "config.per_layer_config[layer_idx]" in (tree / MODEL).read_text()
+    assert (transformers_finding(version, "5.15.0") is not None) == (not reads_per_layer)
+    assert (transformers_finding(version, "5.14.1") is not None) == needs_per_layer
 
 
 @pytest.fixture(scope="module")
