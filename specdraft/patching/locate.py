@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -106,9 +107,17 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
 
 
 def _from_interpreter(typed: str) -> VllmInstall:
-    """Messages name the interpreter as typed (``./x`` keeps its ``./``); it runs by its absolute path, so a
-    name without a slash is never looked up on PATH instead of the file that was checked."""
-    python = Path(typed).absolute()
+    """Messages name the interpreter as typed (``./x`` keeps its ``./``). A name without a slash is looked up on
+    PATH, as a shell would (``--python python3``); either way it is resolved once to an absolute path, and that
+    file is the one checked and run."""
+    if "/" in typed:
+        python = Path(typed).absolute()
+    else:
+        found = shutil.which(typed)
+        if found is None:
+            raise UserError(f"interpreter {typed} is not on PATH",
+                            hint=f"pass --python ./{typed} for the file here, or /path/to/venv/bin/python")
+        python = Path(found).absolute()
     if not python.exists():
         raise UserError(f"interpreter {typed} does not exist", hint="pass --python /path/to/venv/bin/python")
     timeout_s = interpreter_timeout_s()
