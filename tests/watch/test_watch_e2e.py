@@ -34,7 +34,7 @@ def send_traffic(base_url: str, model: str, requests: int) -> None:
 
 
 def test_watch_reads_the_moving_counters_of_a_speculating_server(capsys):
-    with serve_tiny_pair() as spec:
+    with serve_tiny_pair(progress=lambda _: None) as spec:
         code, (idle,) = watch_json(capsys, "--base-url", spec.base_url, "--once")
         model = idle["models"][0]
         assert code == 0 and model["model"] == spec.model and model["engines"] == ["0"]
@@ -68,6 +68,6 @@ def test_watch_reads_the_moving_counters_of_a_speculating_server(capsys):
 
 
 def test_a_server_without_speculation_exits_1(capsys):
-    with serve_tiny_pair(speculative=False) as target:
+    with serve_tiny_pair(speculative=False, progress=lambda _: None) as target:
         code, (report,) = watch_json(capsys, "--base-url", target.base_url, "--once")
     assert code == 1 and report["models"][0]["since_start"]["verdict"] == "no-speculation"
