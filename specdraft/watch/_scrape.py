@@ -75,7 +75,7 @@ def _get(client: httpx.Client, url: str) -> httpx.Response:
     except httpx.TimeoutException:
         raise UserError(f"the server at {url} did not answer within {client.timeout.read} s",
                         hint="check that it is up, or give a longer --timeout") from None
-    except httpx.HTTPError as err:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as err:  # UnicodeError: a host name IDNA cannot encode
         raise UserError(f"cannot read {url}: {type(err).__name__}: {err}",
                         hint="check --base-url and that the server is up (its log says why it stopped)") from None
     if response.status_code != 200:

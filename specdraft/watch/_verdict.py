@@ -91,19 +91,25 @@ def costs_from_plan(path: Path) -> PairCosts:
         target_ref = plan["target"]["ref"]
         profile = (plan.get("memory") or {}).get("profile") or "h100"
         argv = [str(a) for a in plan.get("argv") or []]
+        method = spec.get("method") or "draft_model"  # vLLM's own reading of a config naming only a draft model
+        planned_k = spec.get("num_speculative_tokens")
+        ranked = ((plan.get("method_ranking") or {}).get("ranked") or [None])[0]
     except FileNotFoundError:
         raise UserError(f"--plan {path} does not exist",
                         hint="write one with: specdraft launch ... --dry-run --json > PLAN.json") from None
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
         raise UserError(f"--plan {path} is not a plan from `specdraft launch --dry-run --json` ({type(err).__name__}: "
                         f"{err})", hint="write one with: specdraft launch ... --dry-run --json > PLAN.json") from None
     if not isinstance(spec, dict) or not spec:
         raise UserError(f"--plan {path} serves without speculative decoding: there is nothing to judge",
                         hint="plan a pair with --draft or --method")
-    method = spec.get("method") or "draft_model"  # vLLM's own reading of a config that names only a draft model
+    if not isinstance(method, str) or not isinstance(profile, str) or not isinstance(target_ref, str) or not (
+            planned_k is None or (isinstance(planned_k, int) and planned_k > 0)):
+        raise UserError(f"--plan {path}: its speculative_config, target or memory profile is not what "
+                        "`specdraft launch --dry-run --json` writes", hint="write it again with that command")
     try:
         target = inspect_checkpoint(target_ref)
-    except UserError:
+    except (UserError, OSError):
         target = None
     thinking = any('"enable_thinking": true' in a for a in argv)
     try:
@@ -111,9 +117,10 @@ def costs_from_plan(path: Path) -> PairCosts:
     except KeyError:
         raise UserError(f"--plan {path} serves method {method!r}, whose step costs specdraft does not model",
                         hint="judge it with --method METHOD instead of --plan") from None
-    ranked = ((plan.get("method_ranking") or {}).get("ranked") or [None])[0]
     planned = ranked.get("predicted_speedup") if isinstance(ranked, dict) and ranked.get("method") == method else None
-    return costs.model_copy(update={"planned_k": spec.get("num_speculative_tokens"), "planned_speedup": planned})
+    if not (isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0):
+        planned = None
+    return costs.model_copy(update={"planned_k": planned_k, "planned_speedup": planned})
 
 
 class Judgement(BaseModel):

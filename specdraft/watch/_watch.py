@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from specdraft.bench import SpecDecodeCounters
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.errors import ExitCode, UserError
 from specdraft.watch._scrape import ModelReading, ServerReading, read_server
 from specdraft.watch._verdict import MAX_K, Judgement, PairCosts, check_min_acceptance, costs_for, costs_from_plan, judge
+
+
+MAX_SECONDS = 86400
+"""The longest --interval or --timeout: a day (longer is a typo, and time.sleep refuses some of them)."""
 
 
 class WatchRequest(BaseModel):
@@ -28,7 +32,7 @@ class WatchRequest(BaseModel):
     """Seconds between readings."""
     once: bool = False
     """Read once and judge the counters since the server started."""
-    count: int | None = Field(default=None, ge=1)
+    count: int | None = None
     """Stop after this many intervals (None: until interrupted)."""
     timeout: float = 10.0
     """Seconds any one HTTP read may take."""
@@ -113,9 +117,9 @@ class WatchReport(BaseModel):
                            for m in self.models]}
 
 
-def _costs(request: WatchRequest, reading: ServerReading, model: str) -> PairCosts:
-    if request.plan is not None:
-        return costs_from_plan(request.plan)
+def _costs(request: WatchRequest, reading: ServerReading, model: str, planned: PairCosts | None) -> PairCosts:
+    if planned is not None:
+        return planned
     root = reading.served.get(model) or (model if model in reading.served else None)
     try:
         target = inspect_checkpoint(root) if root else None
@@ -139,15 +143,19 @@ def watch(request: WatchRequest, *, clock: Callable[[], float] = time.monotonic,
     """Yield a report per reading: read once (``once``), or every ``interval`` seconds, ``count`` times or until
     the caller stops. ``UserError`` when the server cannot be read, with the reason."""
     check_min_acceptance(request.min_acceptance)
-    if not (request.timeout > 0 and request.timeout < float("inf")):
-        raise UserError(f"--timeout must be a finite number of seconds > 0, got {request.timeout}")
-    if not request.once and not (request.interval > 0 and request.interval < float("inf")):
-        raise UserError(f"--interval must be a finite number of seconds > 0, got {request.interval}",
-                        hint="or give --once")
+    if not 0 < request.timeout <= MAX_SECONDS:
+        raise UserError(f"--timeout must be a number of seconds > 0 and at most {MAX_SECONDS}, got {request.timeout}",
+                        hint="e.g. --timeout 10")
+    if request.count is not None and request.count < 1:
+        raise UserError(f"--count must be 1 or more intervals, got {request.count}", hint="or give --once")
+    if not request.once and not 0 < request.interval <= MAX_SECONDS:
+        raise UserError(f"--interval must be a number of seconds > 0 and at most {MAX_SECONDS}, got "
+                        f"{request.interval}", hint="e.g. --interval 10, or --once")
+    planned = costs_from_plan(request.plan) if request.plan is not None else None  # a bad plan before any read
     with httpx.Client(timeout=httpx.Timeout(request.timeout)) as client:
         first = read_server(client, request.base_url, clock())
         models = _models(request, first)
-        costs = {model: _costs(request, first, model) for model in models}
+        costs = {model: _costs(request, first, model, planned) for model in models}
         if request.once:
             yield _report(request, models, costs, None, first, first)
             return
