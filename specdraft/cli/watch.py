@@ -81,9 +81,10 @@ def render_line(report: WatchReport) -> str:
         fields = [m.model + (f" ({len(m.engines)} engines)" if len(m.engines) > 1 else ""), drafts,
                   f"accepted {_rates(m, 'interval')}", f"length {length}",
                   f"efficiency {'-' if efficiency is None else f'{efficiency:.0%}'}",
-                  f"{'-' if rate is None else f'{rate:.1f}'} tok/s", f"running {w.requests_running:g}"]
+                  *([] if rate is None else [f"{rate:.1f} tok/s"]), f"running {w.requests_running:g}"]
         if s.speedup is not None:
-            verdict = (f"{s.verdict} {s.speedup:.2f}x (plan {s.planned_speedup:.2f}x), tune K = {s.tuned_k} "
+            since = "" if w.seconds is None else f"since start length {s.mean_acceptance_length:.2f}: "
+            verdict = (f"{since}{s.verdict} {s.speedup:.2f}x (plan {s.planned_speedup:.2f}x), tune K = {s.tuned_k} "
                        f"({s.launch_flag})")
         else:
             verdict = s.verdict
