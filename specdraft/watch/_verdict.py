@@ -18,8 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.bench import HostCost, SpecDecodeCounters, predict_speedup, recommend, step_cost
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
-from specdraft.planning._method_costs import SHAPE_NAMES, acceptance_for, step_model
-from specdraft.planning._method_ranking import measured_shape
+from specdraft.planning import SHAPE_NAMES, acceptance_for, measured_shape, step_model
 
 Verdict = Literal["pays", "marginal", "loses", "idle", "no-speculation"]
 """pays / marginal / loses: the modelled speedup at the observed acceptance; idle: no drafts in the window (nothing

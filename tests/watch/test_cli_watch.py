@@ -174,3 +174,15 @@ def test_a_plan_is_judged_against(tmp_path, capsys):
         assert main(["watch", "--base-url", url, "--once", "--plan", str(plan), "--json"]) == 0
     since = json.loads(capsys.readouterr().out)["models"][0]["since_start"]
     assert since["k"] == 3 and since["planned_speedup"] < since["speedup"]
+
+
+def test_each_model_is_judged_apart_and_one_that_does_not_speculate_flags_the_run(capsys):
+    plain = "\n".join(line for line in PAGE.replace(MODEL, "plain-model").splitlines()
+                      if not line.startswith("#") and "spec_decode" not in line)
+    with serving(PAGE + plain + "\n") as url:
+        code = main(["watch", "--base-url", url, "--once", "--json"])
+        report = json.loads(capsys.readouterr().out)
+        verdicts = {m["model"]: m["since_start"]["verdict"] for m in report["models"]}
+        assert code == 1 and verdicts == {MODEL: "pays", "plain-model": "no-speculation"}
+        assert "not a measured shape" in next(m for m in report["models"] if m["model"] == "plain-model")["costs"]
+        assert main(["watch", "--base-url", url, "--once", "--model", MODEL]) == 0
