@@ -6,9 +6,9 @@ length, draft-token efficiency, generation throughput and requests running. Judg
 over launch's step costs for the served pair (or for --plan PLAN.json from `launch --dry-run --json`): "pays",
 "marginal" or "loses" against the plan's prediction, and the K tune would pick at the observed acceptance.
 
-Exit codes: 0 acceptance at or above the floor (or no traffic to judge); 1 attention: the mean acceptance length since the start is
-below the floor (--min-acceptance, default: break-even at the server's K) or the server does not speculate;
-2 the server cannot be read (the reason is printed) or the options are wrong.
+Exit codes: 0 acceptance at or above the floor (or no traffic to judge); 1 attention: the mean acceptance length
+since the start is below the floor (--min-acceptance, default: break-even at the server's K) or the server does not
+speculate; 2 the server cannot be read (the reason is printed) or the options are wrong.
 """
 
 from __future__ import annotations

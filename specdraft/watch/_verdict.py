@@ -64,7 +64,8 @@ class PairCosts(BaseModel):
         if self.planned_speedup is not None and k == self.planned_k:
             return self.planned_speedup, "the plan's method ranking"
         rates, basis = acceptance_for(self.method, self.thinking, k)
-        return predict_speedup(rates, k, self.cost_ratio, self.overhead, self.host), f"launch's assumed acceptance ({basis})"
+        speedup = predict_speedup(rates, k, self.cost_ratio, self.overhead, self.host)
+        return speedup, f"launch's assumed acceptance ({basis})"
 
 
 def costs_for(method: str, target: Checkpoint | None, *, profile: str, thinking: bool = False,

@@ -6,7 +6,7 @@ import datetime as _dt
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import httpx
 from pydantic import BaseModel, ConfigDict
@@ -15,7 +15,8 @@ from specdraft.bench import SpecDecodeCounters
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.errors import ExitCode, UserError
 from specdraft.watch._scrape import ModelReading, ServerReading, read_server
-from specdraft.watch._verdict import MAX_K, Judgement, PairCosts, check_min_acceptance, costs_for, costs_from_plan, judge
+from specdraft.watch._verdict import (MAX_K, Judgement, PairCosts, check_min_acceptance, costs_for, costs_from_plan,
+                                      judge)
 
 
 MAX_SECONDS = 86400
@@ -123,7 +124,7 @@ def _costs(request: WatchRequest, reading: ServerReading, model: str, planned: P
     root = reading.served.get(model) or (model if model in reading.served else None)
     try:
         target = inspect_checkpoint(root) if root else None
-    except UserError:
+    except (UserError, OSError):  # a served name that is no checkpoint here: the costs say whose stand in
         target = None
     how = f", the target read from /v1/models ({root})" if root else ", the target not listed on /v1/models"
     return costs_for(request.method, target, profile=request.profile, thinking=request.thinking, how=how)
@@ -138,8 +139,7 @@ def _models(request: WatchRequest, reading: ServerReading) -> list[str]:
     return [request.model]
 
 
-def watch(request: WatchRequest, *, clock: Callable[[], float] = time.monotonic,
-          sleep: Callable[[float], None] = time.sleep) -> Iterator[WatchReport]:
+def watch(request: WatchRequest) -> Iterator[WatchReport]:
     """Yield a report per reading: read once (``once``), or every ``interval`` seconds, ``count`` times or until
     the caller stops. ``UserError`` when the server cannot be read, with the reason."""
     check_min_acceptance(request.min_acceptance)
@@ -153,7 +153,7 @@ def watch(request: WatchRequest, *, clock: Callable[[], float] = time.monotonic,
                         f"{request.interval}", hint="e.g. --interval 10, or --once")
     planned = costs_from_plan(request.plan) if request.plan is not None else None  # a bad plan before any read
     with httpx.Client(timeout=httpx.Timeout(request.timeout)) as client:
-        first = read_server(client, request.base_url, clock())
+        first = read_server(client, request.base_url, time.monotonic())
         models = _models(request, first)
         costs = {model: _costs(request, first, model, planned) for model in models}
         if request.once:
@@ -161,8 +161,8 @@ def watch(request: WatchRequest, *, clock: Callable[[], float] = time.monotonic,
             return
         previous, done = first, 0
         while request.count is None or done < request.count:
-            sleep(request.interval)
-            reading = read_server(client, request.base_url, clock())
+            time.sleep(request.interval)
+            reading = read_server(client, request.base_url, time.monotonic())
             yield _report(request, models, costs, previous, reading, first)
             previous, done = reading, done + 1
 

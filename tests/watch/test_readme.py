@@ -41,5 +41,6 @@ def test_every_command_parses_with_the_real_parser(argv):
 
 def test_the_help_states_the_exit_codes_the_readme_promises():
     text = parser()._subparsers._group_actions[0].choices["watch"].format_help()
-    for promise in ("--min-acceptance", "--once", "--timeout", "--plan", "Exit codes: 0", "1 attention", "2 the server"):
+    promises = ("--min-acceptance", "--once", "--timeout", "--plan", "Exit codes: 0", "1 attention", "2 the server")
+    for promise in promises:
         assert promise in text
