@@ -88,3 +88,12 @@ def test_bench_compares_saved_runs_without_any_extra(base_site, tmp_path):
     done = run_base(base_site, "bench", "--compare-results", fast, slow, "--json")
     assert done.returncode == 0, done.stderr
     assert '"decode_tok_s": 2.0' in done.stdout
+
+
+def test_watch_judges_a_server_without_any_extra(base_site):
+    from tests.watch.test_cli_watch import PAGE, serving
+
+    with serving(PAGE) as url:
+        done = run_base(base_site, "watch", "--base-url", url, "--once")
+    assert done.returncode == 0, done.stderr
+    assert "pays" in done.stdout

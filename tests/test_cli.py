@@ -15,7 +15,7 @@ def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
 def test_no_command_prints_help_and_lists_every_command():
     done = run()
     assert done.returncode == 0
-    for command in ("patch", "template", "launch", "bench", "tune", "quantize", "cluster"):
+    for command in ("patch", "template", "launch", "bench", "tune", "watch", "quantize", "cluster"):
         assert command in done.stdout
 
 

@@ -47,7 +47,12 @@ from specdraft.bench._cost import (
     load_text_config,
 )
 from specdraft.bench._host_costs import KnownHostCost, host_cost_named, known_host_cost, known_host_costs
-from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
+from specdraft.bench._metrics import (
+    SpecDecodeCounters,
+    metric_samples,
+    parse_spec_decode_counters,
+    spec_decode_counters_by_model,
+)
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
 from specdraft.bench._results import (
     BenchResult,
@@ -93,7 +98,7 @@ __all__ = [
     "fit_step_costs", "footprint_of", "host_cost_from_ms", "host_cost_named", "HostCost", "known_host_costs",
     "KnownHostCost", "known_host_cost", "KPrediction", "LevelResult", "MeasuredRun", "load_prompts", "load_result",
     "load_text_config", "measured_overhead", "measured_speedup", "overhead_fraction", "overhead_from_results",
-    "parse_spec_decode_counters", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio", "schedule_ranges",
+    "metric_samples", "parse_spec_decode_counters", "spec_decode_counters_by_model", "predict_speedup", "Progress", "Prompt", "recommend", "recommend_schedule", "round_ratio", "schedule_ranges",
     "Recommendation", "RequestTiming", "resolve_tune_inputs", "run_bench", "SchedulePoint", "served_models", "SpecDecodeCounters",
     "speculative_step_ms", "Speedup", "step_cost", "step_ms", "Sourced", "StepCostFit", "Summary", "tune", "TuneInputs", "TuneReport",
     "TuneRequest", "validate_acceptance", "WherePays", "where_speculation_pays",

@@ -11,6 +11,10 @@ vLLM (v1, ``vllm/v1/spec_decode/metrics.py``) exports Prometheus counters labell
   this is the *unconditional* acceptance at position i + 1.
 
 Counters only grow, so a run is measured as the difference of two scrapes.
+
+Every release from 0.19 to 0.33 defines them alike (name, labels ``model_name``, ``engine`` and ``position``); a
+counter's samples are ``NAME_total`` (prometheus_client appends it), and a text without ``# TYPE`` lines names the
+family ``NAME_total`` itself, so both spellings are read as one (``metric_samples``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from specdraft.errors import UserError
 
@@ -26,6 +31,7 @@ DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+SPEC_DECODE_METRICS = (DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION)
 
 
 @dataclass(frozen=True)
@@ -128,23 +134,28 @@ def parse_spec_decode_counters(metrics_text: str, model: str | None = None) -> S
     With ``model``, only samples labelled ``model_name=model`` count, unless no sample carries that name
     (a server started with ``--served-model-name`` labels by that name); engines are summed.
     """
-    totals: dict[str, float] = {}
-    per_position: dict[int, float] = {}
-    samples = []
-    try:
-        for family in text_string_to_metric_families(metrics_text):
-            if family.name in (DRAFTS, DRAFT_TOKENS, ACCEPTED_TOKENS, ACCEPTED_PER_POSITION):
-                samples.extend((family.name, s) for s in family.samples if s.name.endswith("_total"))
-    except ValueError as err:
-        raise UserError(f"the server's /metrics is not in the Prometheus text format ({err})",
-                        hint="bench a vLLM OpenAI server, whose /metrics it reads") from None
+    samples = metric_samples(metrics_text, SPEC_DECODE_METRICS)
     if not samples:
         return None
     names = {s.labels.get("model_name") for _, s in samples}
     keep_model = model if model in names else None
+    return _summed([(name, s) for name, s in samples
+                    if keep_model is None or s.labels.get("model_name") == keep_model])
+
+
+def spec_decode_counters_by_model(metrics_text: str) -> dict[str, SpecDecodeCounters]:
+    """The speculative-decoding counters of each ``model_name`` in a ``/metrics`` page, its engines (data-parallel
+    ranks) summed; empty when the server exports none."""
+    by_model: dict[str, list] = {}
+    for name, sample in metric_samples(metrics_text, SPEC_DECODE_METRICS):
+        by_model.setdefault(sample.labels.get("model_name", ""), []).append((name, sample))
+    return {model: _summed(samples) for model, samples in by_model.items()}
+
+
+def _summed(samples: list[tuple[str, Sample]]) -> SpecDecodeCounters:
+    totals: dict[str, float] = {}
+    per_position: dict[int, float] = {}
     for family_name, sample in samples:
-        if keep_model is not None and sample.labels.get("model_name") != keep_model:
-            continue
         if family_name == ACCEPTED_PER_POSITION:
             position = int(sample.labels["position"])
             per_position[position] = per_position.get(position, 0.0) + sample.value
@@ -161,3 +172,21 @@ def parse_spec_decode_counters(metrics_text: str, model: str | None = None) -> S
         totals.get(ACCEPTED_TOKENS, 0.0),
         tuple(per_position.get(i, 0.0) for i in range(width)),
     )
+
+
+def metric_samples(metrics_text: str, names: tuple[str, ...]) -> list[tuple[str, Sample]]:
+    """``(name, sample)`` for every sample of the metrics ``names`` (given without ``_total``) in a ``/metrics``
+    page. A counter is read from its ``NAME_total`` sample, or a bare ``NAME`` one (``_created`` is when it was
+    made, not a count); a gauge from ``NAME``. ``UserError`` for a page that is not Prometheus text."""
+    wanted = set(names)
+    found = []
+    try:
+        for family in text_string_to_metric_families(metrics_text):
+            # Without a ``# TYPE NAME counter`` line the parser keeps the ``_total`` in the family's name.
+            name = family.name[: -len("_total")] if family.name.endswith("_total") else family.name
+            if name in wanted:
+                found.extend((name, s) for s in family.samples if s.name in (name, name + "_total"))
+    except ValueError as err:
+        raise UserError(f"the server's /metrics is not in the Prometheus text format ({err})",
+                        hint="point --base-url at a vLLM OpenAI server, which serves /metrics") from None
+    return found

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "launch": ("specdraft.cli.launch", "preflight a draft/target pair, then exec `vllm serve`"),
     "bench": ("specdraft.cli.bench", "measure tok/s and acceptance against a running server"),
     "tune": ("specdraft.cli.tune", "recommend num_speculative_tokens from measured acceptance"),
+    "watch": ("specdraft.cli.watch", "judge whether speculation pays on a running server, from its counters"),
     "quantize": ("specdraft.cli.quantize", "make an NVFP4/FP8 draft with NVIDIA ModelOpt"),
     "cluster": ("specdraft.cli.cluster", "ask every node of a multi-node cluster whether its vLLM is patched"),
 }

@@ -18,6 +18,9 @@ from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import API_KEY_VARIABLE, LaunchFacts, gather_facts
 from specdraft.planning._flag_rules import SERVE_FLAG_RULES, FlagRule, serve_flags
 from specdraft.planning._memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
+from specdraft.planning._method_costs import SHAPE_NAMES, StepModel, acceptance_for, step_model
+from specdraft.planning._method_ranking import measured_shape
+from specdraft.planning._methods import METHODS
 from specdraft.planning._multimodal import MultimodalVerdict, multimodal_verdict
 from specdraft.planning._nodes import VLLM_CLI_MODULE, NodeCommand, node_commands
 from specdraft.planning._plan import LaunchPlan, build_launch_plan
@@ -35,5 +38,5 @@ __all__ = [
     "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",
     "describe_validation_error", "gather_facts", "gather_vllm_facts", "inspect_checkpoint", "kv_shape",
     "multimodal_verdict", "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "serve_flags",
-    "worst_level",
+    "worst_level", "METHODS", "SHAPE_NAMES", "StepModel", "acceptance_for", "measured_shape", "step_model",
 ]

@@ -434,6 +434,25 @@ def _tune_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str
     return f"tune {option} {path!r}", _writes({}, argv)
 
 
+def _watch_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
+    """``watch`` with a bad option, a broken plan or a base URL nothing (or nothing sane) answers at."""
+    server = ["watch", "--base-url", "http://127.0.0.1:9", "--timeout", "2"]
+    choice = rng.randrange(3)
+    if choice == 0:
+        option = rng.choice(["--interval", "--timeout", "--min-acceptance", "--count"])
+        value = _number(rng)
+        return f"watch {option} {value!r}", _writes({}, ["watch", "--base-url", "http://127.0.0.1:9", option, value])
+    if choice == 1:
+        plan = {"speculative_config": {"model": "d", "num_speculative_tokens": 3}, "target": {"ref": "t"},
+                "memory": {"profile": "h100"}, "argv": [], "method_ranking": None}
+        kind, document = _break_json(rng, plan)
+        return f"watch --plan with {kind}", _writes({"plan.json": document},
+                                                    server + ["--once", "--plan", "{case}/plan.json"])
+    url = rng.choice(["", "x", "ftp://127.0.0.1:9", "http://[::1", "http://127.0.0.1:0", "http://127.0.0.1:9/v1",
+                      "http://" + "a" * 300, "http://127.0.0.1:9\n"])
+    return f"watch --base-url {url!r}", _writes({}, ["watch", "--base-url", url, "--once", "--timeout", "2"])
+
+
 def _quantize_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[str]]]:
     base = ["quantize", "--dry-run", "--calib", "random-tokens"]
     choice = rng.randrange(3)
@@ -498,6 +517,7 @@ _MAKERS: dict[str, list[Callable[[random.Random], tuple[str, Callable[[Path, Pat
     "launch": [_launch_case, _launch_nodes_case, _launch_from_bench_case, _launch_method_case],
     "bench": [_bench_case, _figures_case],
     "tune": [_tune_case, _figures_case],
+    "watch": [_watch_case],
     "quantize": [_quantize_case],
     "cluster": [_cluster_status_case, _cluster_report_case],
 }
