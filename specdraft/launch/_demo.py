@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from specdraft.dependencies import missing_dependency
 from specdraft.errors import ExitCode, RefusedError, UserError
 
 Progress = Callable[[str], None]
@@ -32,8 +33,7 @@ def _require_demo_extra() -> None:
         import safetensors  # noqa: F401, PLC0415
         import torch  # noqa: F401, PLC0415
     except ImportError as err:
-        raise UserError(f"launch --demo needs specdraft's demo extra ({err.name} is not installed)",
-                        hint="pip install 'specdraft[demo]' (in a checkout: make demo)") from None
+        raise (missing_dependency(err, "launch --demo") or err) from None
 
 
 def run_demo(progress: Progress = print) -> ExitCode:
