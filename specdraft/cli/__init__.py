@@ -26,7 +26,7 @@ from specdraft.errors import ExitCode, UserError
 
 # command name -> (module, one-line help). Modules are imported lazily.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "patch": ("specdraft.cli.patch", "apply, verify, revert or dry-run vLLM's KV-sharing hotfixes"),
+    "patch": ("specdraft.cli.patch", "apply, verify, revert or dry-run specdraft's hotfixes to vLLM (patch list names them)"),
     "template": ("specdraft.cli.template", "prove a chat template cannot leak the thought channel"),
     "launch": ("specdraft.cli.launch", "preflight a draft/target pair, then exec `vllm serve`"),
     "bench": ("specdraft.cli.bench", "measure tok/s and acceptance against a running server"),
@@ -36,8 +36,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the CLI (subcommands inherit the class): help shows the texts without the Markdown
+    backticks that the docstrings and the README share with them."""
+
+    def format_help(self) -> str:
+        return super().format_help().replace("`", "")
+
+    def format_usage(self) -> str:
+        return super().format_usage().replace("`", "")
+
+
 def _build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="specdraft",
         description="Speculative decoding of Gemma 4 on vLLM that works on the first try.",
     )
