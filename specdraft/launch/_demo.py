@@ -7,10 +7,12 @@ the answer and the acceptance counters from ``/metrics``, and stop the server.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from typing import Callable
 
 from specdraft.dependencies import missing_dependency
-from specdraft.errors import ExitCode, RefusedError, UserError
+from specdraft.errors import ExitCode, RefusedError
 
 Progress = Callable[[str], None]
 # Flags of the plan that shape the chat output; serve_tiny_pair sets the engine flags itself.
@@ -77,4 +79,6 @@ def run_demo(progress: Progress = print) -> ExitCode:
               + (f"; mean acceptance length {counters.mean_acceptance_length:.2f}, per position "
                  + ", ".join(f"{a:.2f}" for a in counters.per_position_acceptance) if drafts else ""))
     print("Server stopped.")
+    # the README's `python -m specdraft` commands need this interpreter (or one with specdraft installed)
+    print(f"Next    : {shlex.quote(sys.executable)} -m specdraft launch --target google/gemma-4-31B-it --dry-run")
     return ExitCode.OK if drafts > 0 else ExitCode.ATTENTION
