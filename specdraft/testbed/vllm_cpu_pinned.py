@@ -12,10 +12,11 @@ patch private copies of it (`private_vllm_env`), never this venv.
 The two torches cannot be one (each release's ops need its own, and their CUDA libraries are CUDA 12 and
 CUDA 13 builds: no file in common). What a CPU run never loads goes instead: of the nvidia-* packages' shared
 libraries, only those mapped once torch and vLLM's compiled ops are imported stay (the linker needs them);
-the rest (cuDNN's engines, about 1 GB) are opened by CUDA code paths only, and are deleted. And a file that
-the shared venv or the other pinned venv holds byte for byte at the same path (triton 3.6.0, which both torches
-pin, transformers 5.7.0, the common dependencies: about 0.8 GB) becomes a hard link to it: nothing writes an
-installed file in place (pip replaces or removes them), so a link is as good as a copy.
+the rest (cuDNN's engines: 1.3 GB beside torch 2.10, 0.7 GB beside 2.11) are opened by CUDA code paths only,
+and are deleted. And a file that the shared venv or the other pinned venv holds byte for byte at the same path
+(triton 3.6.0, which both torches pin, transformers 5.7.0, the common dependencies: about 0.8 GB) becomes a
+hard link to it: nothing writes an installed file in place (pip replaces or removes them), so a link is as
+good as a copy.
 """
 
 from __future__ import annotations
