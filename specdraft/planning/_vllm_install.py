@@ -68,7 +68,6 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     from specdraft.patching import locate, status
     from specdraft.patching.locate import python_behind_vllm
 
-    python = python or (None if vllm_root else python_behind_vllm())
     found: dict = {}
     try:
         install = locate(python=python, vllm_root=vllm_root)
@@ -80,6 +79,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             found["hotfixes"] = tuple(status(install))
     except UserError as err:
         script = shutil.which("vllm")
+        python = python or (None if vllm_root else python_behind_vllm())
         where = "" if python or vllm_root else (
             f"; the `vllm` on PATH ({script}) is not a Python console script, so which vLLM it runs is unknown"
             if script else "; no `vllm` on PATH and no --python given")
