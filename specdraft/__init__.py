@@ -2,7 +2,7 @@
 
 The importable API lives in the subpackages:
 
-- ``specdraft.patching``  — the libcst patch engine for vLLM's KV-sharing hotfixes;
+- ``specdraft.patching``  — the libcst patch engine for specdraft's hotfixes to vLLM (one per file in hotfixes/);
 - ``specdraft.planning``    — speculative-config models, checkpoint inspection, checks, memory plan;
 - ``specdraft.templates`` — the chat-template renderer, scenarios and leak rules;
 - ``specdraft.launch``    — preflight and ``vllm serve``;

@@ -45,10 +45,9 @@ def test_the_simulated_base_install_really_lacks_the_extras(base_site):
 def test_launch_demo_without_the_demo_extra_is_one_line_naming_it(base_site):
     done = run_base(base_site, "launch", "--demo")
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [
-        "specdraft: error: launch --demo needs specdraft's demo extra (openai is not installed)",
-        "specdraft: next: pip install 'specdraft[demo]' (in a checkout: make demo)",
-    ]
+    error, hint = done.stderr.splitlines()
+    assert error == f"specdraft: error: launch --demo needs openai (the 'demo' extra), which {sys.executable} cannot import"
+    assert hint.startswith(f"specdraft: next: {sys.executable} -m pip install -e '{REPO}[demo]'")
     assert not (base_site.parent / "cache").exists()  # nothing was set up before the refusal
 
 
@@ -56,6 +55,41 @@ def test_quantize_without_its_extra_names_it(base_site, tmp_path):
     (tmp_path / "model").mkdir()
     done = run_base(base_site, "quantize", str(tmp_path / "model"), "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_missing_base_dependency_names_the_install_command_not_an_internal_error(tmp_path):
+    # what a newcomer meets pasting a README command into an interpreter that never installed specdraft
+    site = tmp_path / "site"
+    site.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.lower().startswith(("huggingface_hub", *EXTRAS_ONLY)) and not entry.name.startswith(
+                ("__editable__", "specdraft")):
+            (site / entry.name).symlink_to(entry)
+    done = run_base(site, "launch", "--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it",
+                    "--dry-run")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[:2] == [
+        f"specdraft: error: specdraft needs huggingface_hub (specdraft's base install), which {sys.executable} "
+        "cannot import",
+        f"specdraft: next: {sys.executable} -m pip install -e {REPO} (or use the interpreter `make setup` makes: "
+        f"{tmp_path / 'cache'}/venvs/dev/bin/python)",
+    ]
+
+
+def test_every_declared_dependency_maps_to_its_import_name():
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from specdraft.dependencies import IMPORTS
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(line).name: None for line in project["dependencies"]}
+    for extra in ("demo", "quantize"):
+        declared.update({Requirement(line).name: extra for line in project["optional-dependencies"][extra]
+                         if Requirement(line).name not in declared})
+    mapped = {distribution: extra for distribution, extra in IMPORTS.values()}
+    assert {name: extra for name, extra in declared.items() if name != "requests"} == mapped
 
 
 @pytest.mark.parametrize("args", [

@@ -56,3 +56,41 @@ def test_the_crash_log_names_the_versions_a_bug_report_needs(tmp_path, monkeypat
     assert "vllm not installed" in text or f"vllm {importlib.metadata.version('vllm')}" in text
     assert "command: specdraft quantize --model 'my model'" in text
     assert text.rstrip().endswith("RuntimeError: a bug")
+
+
+def _every_parser():
+    """(words, parser) for every command and action of the real CLI, as ``specdraft WORDS --help`` reaches it."""
+    import argparse
+
+    from specdraft.cli import COMMANDS, _build_parser
+
+    def walk(parser, words):
+        yield words, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, (*words, name))
+
+    for command in COMMANDS:
+        (subparsers,) = [a for a in _build_parser([command])._actions if isinstance(a, argparse._SubParsersAction)]
+        yield from walk(subparsers.choices[command], (command,))
+
+
+def test_every_command_and_action_has_a_description():
+    assert [" ".join(words) for words, parser in _every_parser() if not (parser.description or "").strip()] == []
+
+
+def test_help_speaks_of_every_hotfix_without_markdown():
+    for words, _ in _every_parser():
+        done = run(*words, "--help")
+        assert done.returncode == 0, (words, done.stderr)
+        assert "`" not in done.stdout, words
+        assert "KV-sharing hotfixes" not in done.stdout, words
+
+
+def test_launch_patch_and_cluster_share_one_python_default():
+    from specdraft.patching.locate import DEFAULT_INTERPRETER
+
+    said = DEFAULT_INTERPRETER.replace("`", "")
+    for words in (("launch",), ("patch", "status"), ("patch", "apply"), ("cluster", "report")):
+        assert said in " ".join(run(*words, "--help").stdout.split()), words

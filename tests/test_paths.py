@@ -77,7 +77,7 @@ def test_a_device_given_as_a_template_is_refused():
 
 
 def test_a_vllm_on_path_that_is_a_fifo_is_not_read(tmp_path, monkeypatch):
-    from specdraft.planning._vllm_install import python_behind_vllm
+    from specdraft.patching.locate import python_behind_vllm
 
     os.mkfifo(tmp_path / "vllm")
     (tmp_path / "vllm").chmod(0o755)

@@ -188,3 +188,10 @@ def shipped_assistants() -> list[ShapeFacts]:
     repos = (family.assistant_repo_for(base) for family in FAMILIES for base in family.base_repos.values())
     found = (find_shape_facts(repo) for repo in repos if repo)
     return [facts for facts in found if facts is not None]
+
+
+def shipped_speculators() -> list[ShapeFacts]:
+    """The shape facts of the published speculators (EAGLE-3, DFlash) that ship with specdraft."""
+    repos = (name[: -len(".json")].replace("__", "/") for name in _model_files().values())
+    found = (find_shape_facts(repo) for repo in repos)
+    return [facts for facts in found if facts is not None and "speculators_model_type" in facts.config]

@@ -2,9 +2,10 @@
 
 Each subcommand lives in its own module here and exposes ``register(subparsers)``; the module is
 imported only when its command runs, so ``specdraft patch status`` never pays for transformers.
-Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, and so does an
-``OSError`` that names a file (the system refused that path); anything else is an internal error
-whose traceback is written to a log file.
+Every command returns an ``ExitCode``; ``UserError`` becomes one line on stderr, and so do an
+``OSError`` that names a file (the system refused that path) and an import of a package specdraft
+declares that this interpreter lacks (``specdraft.dependencies``: the install command); anything else
+is an internal error whose traceback is written to a log file.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import traceback
 from typing import Sequence
 
 from specdraft import __version__
+from specdraft.dependencies import missing_dependency
 from specdraft.errors import ExitCode, UserError
 
 # command name -> (module, one-line help). Modules are imported lazily.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "patch": ("specdraft.cli.patch", "apply, verify, revert or dry-run vLLM's KV-sharing hotfixes"),
+    "patch": ("specdraft.cli.patch", "apply, verify, revert or dry-run specdraft's hotfixes to vLLM (patch list names them)"),
     "template": ("specdraft.cli.template", "prove a chat template cannot leak the thought channel"),
     "launch": ("specdraft.cli.launch", "preflight a draft/target pair, then exec `vllm serve`"),
     "bench": ("specdraft.cli.bench", "measure tok/s and acceptance against a running server"),
@@ -35,8 +37,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the CLI (subcommands inherit the class): help shows the texts without the Markdown
+    backticks that the docstrings and the README share with them."""
+
+    def format_help(self) -> str:
+        return super().format_help().replace("`", "")
+
+    def format_usage(self) -> str:
+        return super().format_usage().replace("`", "")
+
+
 def _build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="specdraft",
         description="Speculative decoding of Gemma 4 on vLLM that works on the first try.",
     )
@@ -78,6 +91,13 @@ def _environment_report(argv: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _print_user_error(err: UserError) -> int:
+    print(f"specdraft: error: {err.message}", file=sys.stderr)
+    if err.hint:
+        print(f"specdraft: next: {err.hint}", file=sys.stderr)
+    return int(err.exit_code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -100,10 +120,13 @@ def _run(argv: list[str]) -> int:
             return int(ExitCode.BAD_INPUT if argv else ExitCode.OK)
         return int(args.run(args))
     except UserError as err:
-        print(f"specdraft: error: {err.message}", file=sys.stderr)
-        if err.hint:
-            print(f"specdraft: next: {err.hint}", file=sys.stderr)
-        return int(err.exit_code)
+        return _print_user_error(err)
+    except ImportError as err:
+        missing = missing_dependency(err)
+        if missing is None:
+            _report_internal_error(argv)
+            return int(ExitCode.INTERNAL)
+        return _print_user_error(missing)
     except KeyboardInterrupt:
         print("specdraft: interrupted", file=sys.stderr)
         return 130

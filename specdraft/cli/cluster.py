@@ -14,15 +14,18 @@ import math
 
 from specdraft.errors import ExitCode, UserError
 from specdraft.patching.cluster import MAX_REPORT_TIMEOUT_S, REPORT_TIMEOUT_S
+from specdraft.patching.locate import DEFAULT_INTERPRETER
 
 
 def register(subparsers, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    report = actions.add_parser("report", help="this node's vLLM and hotfix status (what `status` collects)")
+    report = actions.add_parser("report", help="this node's vLLM and hotfix status (what `status` collects)",
+                                description="This node's vLLM and where each hotfix stands there, as `cluster "
+                                            "status` collects it from every node.")
     target = report.add_mutually_exclusive_group()
-    target.add_argument("--python", metavar="EXE", help="the interpreter whose vLLM serves on this node")
+    target.add_argument("--python", metavar="EXE", help=f"the interpreter whose vLLM serves on this node ({DEFAULT_INTERPRETER})")
     target.add_argument("--vllm-root", metavar="DIR", help="a directory containing the vllm package")
     report.add_argument("--only", metavar="ID", nargs="+", action="extend", help="only these hotfixes")
     report.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -14,18 +14,20 @@ import sys
 from collections import Counter
 
 from specdraft.errors import ExitCode
-
-_TARGET_HELP = "default: the vLLM of the interpreter running specdraft"
+from specdraft.patching.locate import DEFAULT_INTERPRETER
 
 
 def register(subparsers, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=(
-        "Apply, verify, revert or dry-run the hotfixes vLLM 0.19-0.33 needs for a Gemma 4 "
-        "E2B/E4B draft beside a 31B target. The engine edits the installed sources with libcst "
-        "and never imports vLLM."))
+        "Apply, verify, revert or dry-run the hotfixes vLLM 0.19-0.33 needs for Gemma 4 speculative "
+        "decoding: a KV-sharing E2B/E4B draft (its KV layout, the drafter's attention groups), an MTP "
+        "assistant, a MoE checkpoint that stores each expert apart, V2 drafter CUDA graphs (patch list names "
+        "each with its releases). The engine edits the "
+        "installed sources with libcst and never imports vLLM."))
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    listing = actions.add_parser("list", help="the hotfix catalog")
+    listing = actions.add_parser("list", help="the hotfix catalog",
+                                 description="the hotfix catalog: id, vLLM releases, what each fixes")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
     listing.set_defaults(run=_run_list)
 
@@ -38,7 +40,7 @@ def register(subparsers, name: str, help_text: str) -> None:
     ):
         sub = actions.add_parser(action, help=help_line, description=help_line)
         target = sub.add_mutually_exclusive_group()
-        target.add_argument("--python", metavar="EXE", help=f"the interpreter whose vLLM to patch ({_TARGET_HELP})")
+        target.add_argument("--python", metavar="EXE", help=f"the interpreter whose vLLM to patch ({DEFAULT_INTERPRETER})")
         target.add_argument("--vllm-root", metavar="DIR",
                             help="a directory containing the vllm package: site-packages, unpacked wheel, container file system")
         sub.add_argument("--only", metavar="ID", nargs="+", action="extend", help="only these hotfixes (see `patch list`)")

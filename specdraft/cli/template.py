@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
     probe.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     probe.set_defaults(run=run_probe)
 
-    path = commands.add_parser("path", help="print the path of the template specdraft ships")
+    path = commands.add_parser("path", help="print the path of the template specdraft ships",
+                               description="Print the path of the chat template specdraft ships for a variant "
+                                           "(e: E2B/E4B, large: 31B and 26B-A4B), to pass to vllm serve --chat-template.")
     path.add_argument("--variant", choices=["e", "large"], required=True)
     path.set_defaults(run=run_path)
 

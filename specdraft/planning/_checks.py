@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.checkpoints import Checkpoint, shipped_assistants
+from specdraft.checkpoints import Checkpoint, published_assistant, published_assistant_facts
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
@@ -232,20 +232,6 @@ def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) 
     return _ok("hotfixes", summary)
 
 
-def published_assistant(target: Checkpoint) -> str | None:
-    """The published MTP assistant of a target: the shipped one whose ``backbone_hidden_size`` is its width."""
-    assistant = _published_assistant_facts(target)
-    return assistant.repo_id if assistant is not None else None
-
-
-def _published_assistant_facts(target: Checkpoint):
-    if not target.is_known or target.is_assistant or target.family is None:
-        return None
-    width = target.text_config.get("hidden_size")
-    return next((facts for facts in shipped_assistants()
-                 if width and facts.config.get("backbone_hidden_size") == width), None)
-
-
 def _serves_assistant(support, model_type: str | None) -> bool:
     return "mtp" in support.speculative_methods and (model_type is None
                                                      or model_type in support.gemma4_assistant_model_types)
@@ -261,7 +247,7 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
         return None
     if resolved_method(speculative, draft) != "draft_model":
         return None
-    assistant = _published_assistant_facts(target)
+    assistant = published_assistant_facts(target)
     if assistant is None:
         return None
     model_type = assistant.config.get("model_type")

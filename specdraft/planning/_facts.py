@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.checkpoints import Checkpoint, inspect_checkpoint
+from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
@@ -100,9 +100,11 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
         return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test,
                            api_key_in_environment=_api_key_in_environment())
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)
+    published = [inspect_checkpoint(repo) for repo in published_drafters(target)
+                 if draft is None or repo.lower() != draft.ref.lower()]
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
                            thinking=request.enable_thinking, measured=measured_acceptance(request),
-                           vllm_root=vllm.root)
+                           vllm_root=vllm.root, published=published)
     if ranking.ranked and ranking.ranked[0].draft is None:
         draft = None
     return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test,

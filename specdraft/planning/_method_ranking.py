@@ -1,5 +1,7 @@
 """``--method auto``: rank every method the target, its drafters and the serving release allow by predicted
-speedup, and turn away the rest with the reason.
+speedup, and turn away the rest with the reason. Drafters published for the target that the user did not give
+(its MTP assistant, its speculators) are ranked apart, as candidates to download: the choice stays among what
+was asked for.
 
 Each candidate's K is tune's pick (``specdraft.bench.recommend``) for its step model and acceptance
 (``_method_costs``); the ranking is pure: the checkpoints, the release and the measured acceptance are given.
@@ -66,6 +68,15 @@ class MethodRanking(BaseModel):
     ranked: list[RankedMethod]
     turned_away: list[TurnedAway]
     notes: list[str]
+    to_download: list[RankedMethod] = []
+    """Published drafters for the target that were not given, fastest first: ``--draft REPO`` to run one."""
+
+    @property
+    def better_download(self) -> RankedMethod | None:
+        """The fastest drafter to download, where it beats what was chosen."""
+        best = self.to_download[0] if self.to_download else None
+        chosen = self.chosen.predicted_speedup if self.chosen else 1.0
+        return best if best is not None and best.predicted_speedup > chosen else None
 
     @property
     def chosen(self) -> RankedMethod | None:
@@ -75,13 +86,21 @@ class MethodRanking(BaseModel):
         """The ranking as text, one candidate a line, then what was turned away and the notes."""
         out = []
         for place, row in enumerate(self.ranked, start=1):
-            drafter = f" with {row.draft}" if row.draft else ""
-            out.append(f"{place}. {row.method}{drafter}: K = {row.k}, {row.predicted_speedup:.2f}x predicted"
-                       + ("" if row.measured_costs else " (costs not measured)"))
-            out.append(f"     costs: {row.cost_basis}")
-            out.append(f"     acceptance: {row.acceptance_basis}")
+            out += _row_lines(f"{place}. ", row)
+        if self.to_download:
+            out.append("published drafters not given (vLLM downloads one passed as --draft REPO):")
+            for row in self.to_download:
+                out += _row_lines("   ", row)
         out += [f"turned away: {t.method}{f' with {t.draft}' if t.draft else ''}: {t.reason}" for t in self.turned_away]
         return out + [f"note: {note}" for note in self.notes]
+
+
+def _row_lines(lead: str, row: RankedMethod) -> list[str]:
+    drafter = f" with {row.draft}" if row.draft else ""
+    return [f"{lead}{row.method}{drafter}: K = {row.k}, {row.predicted_speedup:.2f}x predicted"
+            + ("" if row.measured_costs else " (costs not measured)"),
+            f"     costs: {row.cost_basis}",
+            f"     acceptance: {row.acceptance_basis}"]
 
 
 def method_of(draft: Checkpoint) -> tuple[str, Speculator | None]:
@@ -164,20 +183,27 @@ def _notes(target: Checkpoint, shape: Shape | None, profile: str, version: str |
 
 def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: str | None, profile: str,
                  thinking: bool = False, measured: Mapping[str, Sequence[float]] | None = None,
-                 vllm_root: Path | None = None, max_k: int = 8) -> MethodRanking:
+                 vllm_root: Path | None = None, max_k: int = 8,
+                 published: Sequence[Checkpoint] = ()) -> MethodRanking:
     """Every candidate method for ``target`` with ``drafts`` on vLLM ``version``, fastest first.
 
-    ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method)."""
+    ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method);
+    ``published`` are drafters not given, ranked apart (``to_download``) and never chosen."""
     support = release_support(version)
     shape = measured_shape(target)
-    ranked, turned_away = [], []
-    for candidate in candidates_for(drafts):
+    ranked, turned_away, to_download = [], [], []
+    given = [(candidate, ranked) for candidate in candidates_for(drafts)]
+    offered = [(Candidate(method=method, draft=draft, speculator=speculator), to_download)
+               for draft in published for method, speculator in [method_of(draft)]]
+    for candidate, into in given + offered:
         refusals = _refusals(candidate, target, support, version, vllm_root)
         if refusals:
             turned_away.append(TurnedAway(method=candidate.method,
                                           draft=candidate.draft.ref if candidate.draft else None,
                                           reason="; ".join(f.message for f in refusals)))
             continue
-        ranked.append(_rank(candidate, shape or "31b", profile, thinking, measured or {}, max_k))
-    ranked.sort(key=lambda row: (-row.predicted_speedup, not row.measured_costs))
-    return MethodRanking(ranked=ranked, turned_away=turned_away, notes=_notes(target, shape, profile, version, support))
+        into.append(_rank(candidate, shape or "31b", profile, thinking, measured or {}, max_k))
+    for rows in (ranked, to_download):
+        rows.sort(key=lambda row: (-row.predicted_speedup, not row.measured_costs))
+    return MethodRanking(ranked=ranked, turned_away=turned_away, to_download=to_download,
+                         notes=_notes(target, shape, profile, version, support))

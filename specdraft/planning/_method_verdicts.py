@@ -26,11 +26,16 @@ def _ranking_finding(facts: LaunchFacts) -> Finding | None:
                        message="--method auto: no method can serve this target on this vLLM ("
                                + "; ".join(f"{t.method}: {t.reason}" for t in ranking.turned_away) + ")",
                        hint="see the turned-away reasons; pass --draft with a drafter the release serves")
-    best = ranking.ranked[0]
-    return Finding(level="ok" if best.measured_costs else "info", check="method-auto",
-                   message=f"--method auto chose {best.method} at K = {best.k} ({best.predicted_speedup:.2f}x "
-                           f"predicted{'' if best.measured_costs else ', costs not measured'}) of "
-                           f"{len(ranking.ranked)} candidates; {len(ranking.turned_away)} turned away")
+    best, download = ranking.ranked[0], ranking.better_download
+    message = (f"--method auto chose {best.method} at K = {best.k} ({best.predicted_speedup:.2f}x "
+               f"predicted{'' if best.measured_costs else ', costs not measured'}) of "
+               f"{len(ranking.ranked)} candidates; {len(ranking.turned_away)} turned away")
+    if download is not None:
+        return Finding(level="info", check="method-auto",
+                       message=f"{message}; the published {download.method} drafter {download.draft} is predicted "
+                               f"{download.predicted_speedup:.2f}x at K = {download.k} (--draft {download.draft})",
+                       hint=f"add --draft {download.draft} (vLLM downloads it)")
+    return Finding(level="ok" if best.measured_costs else "info", check="method-auto", message=message)
 
 
 def _speculator_findings(facts: LaunchFacts, method: str, version: str | None) -> list[Finding]:

@@ -18,6 +18,7 @@ from specdraft.planning._memory import ProfileName
 from specdraft.checkpoints import reference_problem
 from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
 from specdraft.planning._nodes import MASTER_PORT
+from specdraft.patching.locate import DEFAULT_INTERPRETER
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
 
 HotfixMode = Literal["apply", "check", "skip"]
@@ -128,8 +129,8 @@ class LaunchRequest(BaseModel):
     off passes vLLM's --no-async-scheduling."""
     hotfixes: Annotated[HotfixMode, _RUNNING] = "apply"
     """Apply pending hotfixes before serving, only check them, or skip them."""
-    python: Annotated[str | None, CliOption(group="running", metavar="EXE", exclusive_with="vllm_root")] = None
-    """Interpreter whose vLLM serves; unset: the one behind `vllm` on PATH."""
+    python: Annotated[str | None, CliOption(group="running", metavar="EXE", exclusive_with="vllm_root")] = Field(
+        default=None, description=f"Interpreter whose vLLM serves; {DEFAULT_INTERPRETER}.")
     vllm_root: Annotated[Path | None, CliOption(group="running", metavar="DIR", exclusive_with="python")] = None
     """Plan against the vLLM package in DIR (site-packages, unpacked wheel) instead of an interpreter's."""
     extra_args: list[str] = Field(default_factory=list)

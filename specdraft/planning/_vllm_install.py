@@ -61,35 +61,15 @@ class VllmFacts(BaseModel):
                 "root": str(self.root) if self.root else None, "note": self.note, "hotfixes": hotfixes or None}
 
 
-def python_behind_vllm() -> str | None:
-    """The interpreter of the ``vllm`` script on PATH: its shebang, else the ``python`` beside it."""
-    script = shutil.which("vllm")
-    if script is None:
-        return None
-    try:
-        if not Path(script).is_file():  # a FIFO on PATH would wait for a writer
-            raise OSError
-        with open(script, "rb") as handle:
-            first = handle.read(512).split(b"\n", 1)[0].decode()
-    except (OSError, UnicodeDecodeError):
-        first = ""
-    named = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
-    if Path(named).name.startswith("python"):
-        return named
-    beside = Path(script).parent / "python"
-    return str(beside) if beside.exists() else None
-
-
 def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfixes: bool) -> VllmFacts:
     """Version, arguments, hotfix reports and multimodal verdict of the vLLM that will serve.
 
-    Which vLLM: ``vllm_root`` if given, else ``python``'s, else the one behind ``vllm`` on PATH,
-    else the current interpreter's.
+    Which vLLM: ``vllm_root`` if given, else ``python``'s, else ``locate``'s default.
     """
     from specdraft.errors import UserError
     from specdraft.patching import locate, status
+    from specdraft.patching.locate import python_behind_vllm
 
-    python = python or (None if vllm_root else python_behind_vllm())
     found: dict = {}
     try:
         install = locate(python=python, vllm_root=vllm_root)
@@ -101,6 +81,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             found["hotfixes"] = tuple(status(install))
     except UserError as err:
         script = shutil.which("vllm")
+        python = python or (None if vllm_root else python_behind_vllm())
         where = "" if python or vllm_root else (
             f"; the `vllm` on PATH ({script}) is not a Python console script, so which vLLM it runs is unknown"
             if script else "; no `vllm` on PATH and no --python given")

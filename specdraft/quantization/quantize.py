@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
+from specdraft.dependencies import missing_dependency
 from specdraft.errors import RefusedError, UserError
 from specdraft.families import text_config
 from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
@@ -475,10 +476,7 @@ def _import_quantize_stack() -> tuple[Any, Any, Any, Any, str]:
         import transformers  # noqa: PLC0415
         from modelopt.torch.export import export_hf_checkpoint  # noqa: PLC0415
     except ImportError as err:
-        raise UserError(
-            f"quantize needs torch and nvidia-modelopt ({err.name} is not installed)",
-            hint="pip install 'specdraft[quantize]'",
-        ) from None
+        raise (missing_dependency(err, "quantize") or err) from None
     return torch, transformers, mtq, export_hf_checkpoint, modelopt.__version__
 
 

@@ -6,9 +6,11 @@ and returns its python. The PyPI builds of torchvision/torchaudio/torchcodec tha
 uninstalled; text-only Gemma 4 models load without them.
 
 That venv is shared (by tests, the demo, other processes): nothing may patch it. `private_vllm_env`
-makes a cheap venv whose own site-packages holds a copy of the `vllm` package and its dist-info, and
-which reaches the shared venv's site-packages for everything else. Patching the copy leaves the
-shared venv untouched.
+makes a cheap venv whose own site-packages holds the `vllm` package and its dist-info, and which reaches
+the shared venv's site-packages for everything else. Only the modules a hotfix edits or reads are real
+copies; every other file is a hard link to the shared one (the patch engine replaces files by rename, so
+even a link would not be written through, but tests also edit those modules in place). Patching the
+copy leaves the shared venv untouched, and a copy costs a few megabytes.
 """
 
 from __future__ import annotations
@@ -114,9 +116,8 @@ def is_good_vllm_cpu_env(venv: Path) -> bool:
 def private_vllm_env(dest: str | os.PathLike, shared_python: str | os.PathLike | None = None) -> Path:
     """Make a venv at `dest` with its own copy of vLLM, and return its python.
 
-    The copy holds every `.py` file of the `vllm` package (real copies: a patch engine may rewrite
-    them in place) and hard links to everything else (compiled kernels are never patched), plus the
-    `vllm_cpu-*.dist-info`. A `.pth` file adds the shared venv's site-packages after the venv's own,
+    The copy holds real copies of the modules any hotfix edits or reads (`hotfix_files()`) and hard
+    links to every other file of the `vllm` package, plus the `vllm_cpu-*.dist-info`. A `.pth` file adds the shared venv's site-packages after the venv's own,
     so the copy shadows the shared vLLM and everything else (torch, transformers, ...) is shared.
     `dest` is replaced if it is a private env made earlier; any other existing path is refused.
     """
@@ -132,7 +133,7 @@ def private_vllm_env(dest: str | os.PathLike, shared_python: str | os.PathLike |
     _run([str(shared), "-m", "venv", "--without-pip", str(dest)], None)
     site = _site_packages(dest)
     assert site is not None, f"venv {dest} has no site-packages"
-    _copy_package(shared_site / "vllm", site / "vllm")
+    _copy_package(shared_site / "vllm", site / "vllm", hotfix_files())
     for dist_info in shared_site.glob("vllm_cpu-*.dist-info"):
         shutil.copytree(dist_info, site / dist_info.name)
     # `site.addsitedir` (not a bare path line) so the shared venv's own .pth files run too.
@@ -167,20 +168,37 @@ def add_vllm_cli_metadata(python: str | os.PathLike) -> Path:
     return dist_info
 
 
-def _copy_package(source: Path, target: Path) -> None:
+def hotfix_files() -> frozenset[str]:
+    """Paths, relative to the ``vllm`` package, of every module a hotfix edits or reads (``modules``, ``context``).
+
+    Read from the catalog without running a hotfix; a module may be ``a/b.py`` or ``a/b/__init__.py``.
+    """
+    from specdraft.patching.catalog import entries
+
+    files = set()
+    for entry in entries():
+        for dotted in (*entry.modules, *entry.context):
+            parts = dotted.split(".")[1:]  # below the vllm package
+            files.add("/".join(parts) + ".py")
+            files.add("/".join((*parts, "__init__.py")))
+    return frozenset(files)
+
+
+def _copy_package(source: Path, target: Path, copied: frozenset[str]) -> None:
     for directory, subdirs, files in os.walk(source):
         subdirs[:] = [name for name in subdirs if name != "__pycache__"]
-        out = target / Path(directory).relative_to(source)
+        relative = Path(directory).relative_to(source)
+        out = target / relative
         out.mkdir(parents=True, exist_ok=True)
         for name in files:
             src = Path(directory) / name
-            if name.endswith(".py"):
+            if (relative / name).as_posix() in copied:
                 shutil.copy2(src, out / name)
-            else:
-                try:
-                    os.link(src, out / name)
-                except OSError:
-                    shutil.copy2(src, out / name)
+                continue
+            try:
+                os.link(src, out / name)
+            except OSError:  # another file system: a copy costs disk, not correctness
+                shutil.copy2(src, out / name)
 
 
 def _site_packages(venv: Path) -> Path | None:

@@ -29,7 +29,10 @@ def test_demo_serves_the_tiny_pair_answers_and_stops_cleanly():
     drafts = re.search(r"Drafting: (\d+) drafts, (\d+) draft tokens, (\d+) accepted", done.stdout)
     assert drafts and int(drafts.group(1)) > 0 and int(drafts.group(2)) == 4 * int(drafts.group(1))
     assert re.search(r"Tokens  : \d+ generated", done.stdout)
-    assert done.stdout.rstrip().endswith("Server stopped.")
+    stopped, next_step = done.stdout.rstrip().splitlines()[-2:]
+    assert stopped == "Server stopped."
+    # the interpreter to paste the README's commands into, not whichever `python` the shell has
+    assert next_step == f"Next    : {sys.executable} -m specdraft launch --target google/gemma-4-31B-it --dry-run"
     port = int(re.search(r"http://127\.0\.0\.1:(\d+)", done.stderr).group(1))
     assert not _port_is_open(port)
 

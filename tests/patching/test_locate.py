@@ -122,3 +122,19 @@ def test_a_name_without_a_slash_that_is_not_on_path_is_not_taken_from_here(tmp_p
     monkeypatch.setenv("PATH", "/nonexistent")
     code, _, err = cli("status", "--python", "python3")
     assert code == 2 and "interpreter python3 is not on PATH" in err and "--python ./python3" in err
+
+
+def test_without_python_patch_and_launch_find_the_vllm_on_path(vllm_cpu_python, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text(f"#!{vllm_cpu_python}\nimport sys\n")
+    (bin_dir / "vllm").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin"}
+    status = subprocess.run([sys.executable, "-m", "specdraft", "cluster", "report", "--json"], capture_output=True,
+                            text=True, cwd=REPO, env=env)
+    assert status.returncode == 0, status.stderr
+    assert '"version": "0.32.0"' in status.stdout
+    plan = subprocess.run([sys.executable, "-m", "specdraft", "launch", "--target", "google/gemma-4-31B-it",
+                           "--draft", "google/gemma-4-E2B-it", "--dry-run", "--json"], capture_output=True, text=True,
+                          cwd=REPO, env={**env, "HF_HUB_OFFLINE": "1"})
+    assert f'"python": "{vllm_cpu_python}"' in plan.stdout, plan.stderr

@@ -389,3 +389,50 @@ def test_the_eagle3_parameter_count_matches_the_published_size():
     assert round(speculator_parameters(config) * 2 / 1e9, 1) == 4.5   # "4.5 GB in BF16" (AEON-7's NVFP4 card)
     assert speculator_parameters({"speculators_model_type": "eagle3"}) is None
     assert speculator_parameters({"model_type": "gemma4"}) is None
+
+
+@pytest.mark.parametrize("target, drafters", [
+    (TARGET_31B, ["google/gemma-4-31B-it-assistant", "RedHatAI/gemma-4-31B-it-speculator.eagle3",
+                  "RedHatAI/gemma-4-31B-it-speculator.dflash"]),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", ["google/gemma-4-31B-it-assistant", "RedHatAI/gemma-4-31B-it-speculator.eagle3",
+                                     "RedHatAI/gemma-4-31B-it-speculator.dflash"]),
+    (TARGET_26B, ["google/gemma-4-26B-A4B-it-assistant"]),
+])
+def test_the_published_drafters_of_a_target_are_its_assistant_then_its_speculators(target, drafters):
+    from specdraft.checkpoints import published_drafters
+
+    assert published_drafters(inspect_checkpoint(target)) == drafters
+
+
+def test_auto_without_a_draft_ranks_the_published_drafters_to_download_apart():
+    from specdraft.checkpoints import published_drafters
+
+    target = inspect_checkpoint(TARGET_31B)
+    published = [inspect_checkpoint(repo) for repo in published_drafters(target)]
+    ranking = rank_methods(target, [], version="0.33.0", profile="h100", published=published)
+    assert {row.draft for row in ranking.ranked} == {None}
+    assert ranking.chosen.method == "ngram_gpu"
+    assert [(row.method, row.draft) for row in ranking.to_download][0] == ("mtp", "google/gemma-4-31B-it-assistant")
+    assert {row.method for row in ranking.to_download} == {"mtp", "eagle3", "dflash"}
+    assert ranking.better_download.predicted_speedup > 2 * ranking.chosen.predicted_speedup
+    text = "\n".join(ranking.lines())
+    assert "mtp with google/gemma-4-31B-it-assistant: K = 8" in text
+
+
+def test_auto_without_a_draft_on_a_release_without_mtp_turns_the_assistant_away():
+    from specdraft.checkpoints import published_drafters
+
+    target = inspect_checkpoint(TARGET_31B)
+    published = [inspect_checkpoint(repo) for repo in published_drafters(target)]
+    ranking = rank_methods(target, [], version="0.19.0", profile="h100", published=published)
+    assert "google/gemma-4-31B-it-assistant" not in {row.draft for row in ranking.to_download}
+    assert "google/gemma-4-31B-it-assistant" in {row.draft for row in ranking.turned_away}
+
+
+def test_a_plan_without_a_draft_names_the_faster_published_drafter(tree):
+    plan = _plan(tree, "0.33.0", target=TARGET_31B, method="auto")
+    assert plan.speculative.model is None
+    (finding,) = [f for f in plan.findings if f.check == "method-auto"]
+    assert "the published mtp drafter google/gemma-4-31B-it-assistant is predicted" in finding.message
+    assert "--draft google/gemma-4-31B-it-assistant" in finding.message
+    assert plan.to_json_dict()["method_ranking"]["to_download"][0]["draft"] == "google/gemma-4-31B-it-assistant"

