@@ -28,6 +28,7 @@ from pathlib import Path
 
 from specdraft.testbed.tiny import (
     _GENERATION_CONFIG,
+    ASSISTANT_CONFIG,
     TARGET_CONFIG,
     TinyPair,
     _content_key,
@@ -36,8 +37,8 @@ from specdraft.testbed.tiny import (
 )
 from specdraft.testbed.tokenizer import write_tokenizer
 
-TARGET_WINDOW = 128
-DRAFT_WINDOW = 64
+TARGET_WINDOW = 64
+DRAFT_WINDOW = 32
 # Bump when the files written change in a way the configs below do not show.
 _LAYOUT_VERSION = 1
 
@@ -52,6 +53,12 @@ LONG_DRAFT_CONFIG: dict = {
     "hidden_size_per_layer_input": 16,
     "use_double_wide_mlp": True,
     "sliding_window": DRAFT_WINDOW,
+}
+
+# The MTP assistant of the long target: tiny.py's assistant with the long target's window.
+LONG_ASSISTANT_CONFIG: dict = {
+    **ASSISTANT_CONFIG,
+    "text_config": {**ASSISTANT_CONFIG["text_config"], "sliding_window": TARGET_WINDOW},
 }
 
 # Zeroed so a draft layer adds nothing to the residual stream (it still computes).
@@ -79,6 +86,29 @@ def build_long_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
 
     write_once(root, write)
     return TinyPair(target=root / "target", draft=root / "draft")
+
+
+def write_long_assistant(out_dir: str | os.PathLike, seed: int = 2) -> Path:
+    """Write (or find) a seeded random MTP assistant for the long target (weights, not `--load-format dummy`:
+    the target beside it must load its own). It agrees with the target by chance only: the comparison it
+    gives is exactness on the reject path, with the assistant reading the target's KV cache."""
+    root = Path(out_dir).expanduser() / f"tiny-gemma4-long-assistant-{_key({'config': LONG_ASSISTANT_CONFIG, 'seed': seed})}"
+
+    def write(staging: Path) -> None:
+        import torch
+        from safetensors.torch import save_file
+        from transformers import Gemma4AssistantConfig, Gemma4AssistantForCausalLM
+
+        torch.manual_seed(seed)
+        config = {k: v for k, v in LONG_ASSISTANT_CONFIG.items() if k not in ("architectures", "model_type", "dtype")}
+        model = Gemma4AssistantForCausalLM(Gemma4AssistantConfig(**config)).to(torch.bfloat16)
+        tensors = {name: tensor.contiguous() for name, tensor in model.state_dict().items() if name != "lm_head.weight"}
+        save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        (staging / "config.json").write_text(json.dumps(LONG_ASSISTANT_CONFIG, indent=2) + "\n")
+        (staging / ".complete").write_text("{}\n")
+
+    write_once(root, write)
+    return root
 
 
 def _key(spec: dict) -> str:
@@ -136,4 +166,4 @@ def _write(directory: Path, config: dict, tensors: dict) -> None:
     write_tokenizer(directory, config["vocab_size"], config["max_position_embeddings"])
 
 
-__all__ = ["build_long_pair", "LONG_TARGET_CONFIG", "LONG_DRAFT_CONFIG", "TARGET_WINDOW", "DRAFT_WINDOW"]
+__all__ = ["build_long_pair", "write_long_assistant", "LONG_ASSISTANT_CONFIG", "LONG_TARGET_CONFIG", "LONG_DRAFT_CONFIG", "TARGET_WINDOW", "DRAFT_WINDOW"]
