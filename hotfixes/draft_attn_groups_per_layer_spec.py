@@ -96,7 +96,7 @@ class SpecDecodeBaseProposer:
 _ANCHOR_LINE = "                backend_key = attn_backend.full_cls_name()\n"
 _AFTER = _AS_RELEASED.replace(_ANCHOR_LINE, _ANCHOR_LINE + """\
 
-                # specdraft-hotfix: draft-attn-groups-per-layer-spec (one metadata builder per layer spec: window and head size are its)
+                # specdraft-hotfix: draft-attn-groups-per-layer-spec (a metadata builder per layer spec)
                 if isinstance(kv_cache_spec, UniformTypeKVCacheSpecs):
                     backend_key = (backend_key, kv_cache_spec.kv_cache_specs.get(layer_name))
 """)
@@ -140,7 +140,7 @@ class DraftAttnGroupsPerLayerSpec(Hotfix):
     def rewrite(self, function: cst.ClassDef) -> cst.ClassDef:
         method = _method(function)
         ((loop, anchor),) = _anchor_loops(method)
-        addition = self.marked(_KEY_BY_SPEC, "one metadata builder per layer spec: window and head size are its")
+        addition = self.marked(_KEY_BY_SPEC, "a metadata builder per layer spec")
         return function.deep_replace(loop, insert_beside(loop, anchor, addition, after=True))
 
     @staticmethod

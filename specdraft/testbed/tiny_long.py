@@ -92,7 +92,8 @@ def write_long_assistant(out_dir: str | os.PathLike, seed: int = 2) -> Path:
     """Write (or find) a seeded random MTP assistant for the long target (weights, not `--load-format dummy`:
     the target beside it must load its own). It agrees with the target by chance only: the comparison it
     gives is exactness on the reject path, with the assistant reading the target's KV cache."""
-    root = Path(out_dir).expanduser() / f"tiny-gemma4-long-assistant-{_key({'config': LONG_ASSISTANT_CONFIG, 'seed': seed})}"
+    key = _key({"config": LONG_ASSISTANT_CONFIG, "seed": seed})
+    root = Path(out_dir).expanduser() / f"tiny-gemma4-long-assistant-{key}"
 
     def write(staging: Path) -> None:
         import torch
@@ -122,7 +123,8 @@ def _initialised(config: dict, seed: int) -> dict:
     from transformers import Gemma4ForCausalLM, Gemma4TextConfig
 
     torch.manual_seed(seed)
-    hf_config = Gemma4TextConfig(**{k: v for k, v in config.items() if k not in ("architectures", "model_type", "dtype")})
+    hf_config = Gemma4TextConfig(**{k: v for k, v in config.items()
+                                    if k not in ("architectures", "model_type", "dtype")})
     model = Gemma4ForCausalLM(hf_config).to(torch.bfloat16)
     return {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
 
@@ -166,4 +168,5 @@ def _write(directory: Path, config: dict, tensors: dict) -> None:
     write_tokenizer(directory, config["vocab_size"], config["max_position_embeddings"])
 
 
-__all__ = ["build_long_pair", "write_long_assistant", "LONG_ASSISTANT_CONFIG", "LONG_TARGET_CONFIG", "LONG_DRAFT_CONFIG", "TARGET_WINDOW", "DRAFT_WINDOW"]
+__all__ = ["build_long_pair", "write_long_assistant", "LONG_TARGET_CONFIG", "LONG_DRAFT_CONFIG", "LONG_ASSISTANT_CONFIG",
+           "TARGET_WINDOW", "DRAFT_WINDOW"]

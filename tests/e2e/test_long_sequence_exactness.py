@@ -95,7 +95,7 @@ def _accepted_past(window: int, prompt_length: int, accepted_per_step: list[int]
 
 def test_both_engines_ran(runs):
     for name, result in runs.items():
-        assert result["ok"], f"{name}: {result.get('error_type')}: {result.get('error')}\n{result.get('traceback_tail')}"
+        assert result["ok"], f"{name}: {result.get('error_type')}: {result.get('error')}\n{result.get('output_tail')}"
 
 
 @pytest.mark.parametrize("method", ["draft_model", "mtp"])
