@@ -10,11 +10,15 @@ pair here agrees because the draft *is* the target, re-housed in an E2B-shaped b
   the double-wide MLP in the shared layers, and a sliding window of `DRAFT_WINDOW` < `TARGET_WINDOW`
   (Gemma 4: 512 against 1024).
 
-So the draft computes the target's function except that its sliding layers forget tokens between
-`DRAFT_WINDOW` and `TARGET_WINDOW` back: it agrees with the target where that part of the context
-moves no greedy choice, and disagrees where it does. Attention still shapes the target's output:
-context reaches a position only through attention, and the long-sequence test checks that the
-target's greedy output is not a function of the last token alone.
+With random weights any difference in a sliding layer's context flips most greedy choices (a draft
+with window 32 beside a target with 64 agreed on 3% of 110 tokens, transformers float32), so the
+sliding layers' attention output is zeroed (their `post_attention_layernorm` weight: the norm would
+undo a scaled `o_proj`) and the full-attention layer's is tripled. Every layer still computes and
+writes its KV; the output is shaped by the full layer's attention over the whole context, the same in
+both models, so the draft agrees with the target token for token (110 of 110 above), and the
+long-sequence test checks that the target's greedy output is not a function of the last token alone.
+What this pair cannot show: a sliding layer masked with a wrong window (its output is silent); a
+block freed or reused too early shows, since the full layer reads every block back to position 0.
 
 No training: the weights are a seeded transformers initialisation (bf16 on disk, as tiny.py) and a
 copy, written once under `out_dir` keyed by the shapes, the seed and the layout.
@@ -40,7 +44,9 @@ from specdraft.testbed.tokenizer import write_tokenizer
 TARGET_WINDOW = 64
 DRAFT_WINDOW = 32
 # Bump when the files written change in a way the configs below do not show.
-_LAYOUT_VERSION = 1
+_LAYOUT_VERSION = 2
+# The full-attention layers' attention output is scaled up by this (the sliding layers' is zeroed).
+_FULL_ATTENTION_GAIN = 3.0
 
 LONG_TARGET_CONFIG: dict = {**TARGET_CONFIG, "sliding_window": TARGET_WINDOW}
 
@@ -77,6 +83,7 @@ def build_long_pair(out_dir: str | os.PathLike, seed: int = 0) -> TinyPair:
 
     def write(staging: Path) -> None:
         target = _initialised(LONG_TARGET_CONFIG, seed)
+        target.update(_attention_outputs_set(target))
         draft = _initialised(LONG_DRAFT_CONFIG, seed + 1)
         draft.update(_rehoused(target, draft))
         _write(staging / "target", LONG_TARGET_CONFIG, target)
@@ -127,6 +134,16 @@ def _initialised(config: dict, seed: int) -> dict:
                                     if k not in ("architectures", "model_type", "dtype")})
     model = Gemma4ForCausalLM(hf_config).to(torch.bfloat16)
     return {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+
+
+def _attention_outputs_set(target: dict) -> dict:
+    """Zero the sliding layers' attention output and raise the full layers' (see the module docstring)."""
+    out = {}
+    for index, layer_type in enumerate(LONG_TARGET_CONFIG["layer_types"]):
+        name = f"model.layers.{index}.post_attention_layernorm.weight"
+        gain = _FULL_ATTENTION_GAIN if layer_type == "full_attention" else 0.0
+        out[name] = target[name] * gain
+    return out
 
 
 def _rehoused(target: dict, draft: dict) -> dict:
