@@ -10,6 +10,10 @@ counts, max concurrency and KV connectors are computed in the engine core before
 deep-copies the config and calls this function (0.19, 0.26, 0.32, 0.33 read), and afterwards the
 worker reads only per-layer specs. Shown by
 tests/e2e/test_kv_sharing_hotfixes.py::test_patched_pair_gets_the_kv_cache_capacity_of_the_layers_that_own_a_cache.
+The entry is the target layer's spec, so a shared layer joins the model runner's attention group of
+the layer whose cache it reads: same head size and, as Gemma 4 shares only within a layer type, the
+same window, which its own `impl.sliding_window` masks with (0.19-0.33 read; why blocks are never
+freed on either window: `kv-uniform-catches-valueerror`).
 """
 
 from __future__ import annotations

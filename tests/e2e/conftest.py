@@ -48,11 +48,11 @@ def private_python(vllm_python, tmp_path_factory) -> Path:
 def run_engine():
     """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result.
 
-    Further keyword arguments (`method`, `load_format`, `num_speculative_tokens`) go into the spec
-    that `engine_run.py` reads."""
+    Further keyword arguments (`method`, `load_format`, `num_speculative_tokens`, ...) go into the spec
+    that `engine_run.py` reads; `timeout` is the engine process's limit in seconds."""
 
     def run(python: Path, pair, prompts, max_tokens, *, speculative=True, disable_hybrid=True,
-            dtype="bfloat16", label="", **more_spec):
+            dtype="bfloat16", label="", timeout=400, **more_spec):
         spec = {
             "target": str(pair.target),
             "draft": str(pair.draft) if speculative else None,
@@ -63,7 +63,7 @@ def run_engine():
             **more_spec,
         }
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
-        completed = run_watched([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout=400)
+        completed = run_watched([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout=timeout)
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
         assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
         result = json.loads(lines[-1][len("RESULT "):])

@@ -6,8 +6,12 @@ surfaces here with its own type and message, and the KV cache layout can be read
 scheduler and the worker. Spec keys: target, draft (or null), disable_hybrid (bool), dtype,
 prompts (token id lists), max_tokens, num_speculative_tokens, method (`draft_model`, the default,
 or `mtp` with a Gemma 4 assistant as the draft), load_format (`auto`, or `dummy`: random weights),
-kv_cache_layout (default true: report the KV cache layout), draft_attention (default false: report, per
-draft layer, its own attention shape beside the spec its attention metadata was built from).
+kv_cache_layout (default true: report the KV cache layout), and optionally max_num_seqs (default 4),
+block_size, enable_prefix_caching, and rounds: lists of prompt indices generated one `generate` call
+after another in the same engine (the concurrency of each call is its length); with rounds the result
+has `rounds` instead of `tokens` (per round: tokens, and per prompt the accepted draft count of each verify step).
+draft_attention (default false: report, per draft layer, its own attention shape beside the spec its
+attention metadata was built from).
 """
 
 import json
@@ -69,6 +73,20 @@ def draft_attention(llm):
     return llm.llm_engine.collective_rpc(layers_and_groups)[0]
 
 
+def generate_round(llm, prompts, indices, params):
+    """One `generate` call over the prompts at `indices`: their tokens and per-step accepted draft counts."""
+    from vllm.inputs import TokensPrompt
+
+    outputs = llm.generate([TokensPrompt(prompt_token_ids=prompts[i]) for i in indices], params, use_tqdm=False)
+    metrics = [output.outputs[0].spec_decode_metrics for output in outputs]
+    return {
+        "indices": list(indices),
+        "tokens": [list(output.outputs[0].token_ids) for output in outputs],
+        "accepted_per_step": [list(m.per_step_accepted) if m is not None else None for m in metrics],
+        "drafted_per_step": [list(m.per_step_drafted) if m is not None else None for m in metrics],
+    }
+
+
 def main():
     spec = json.loads(sys.argv[1])
     result = {"ok": False}
@@ -90,18 +108,24 @@ def main():
             model=spec["target"],
             dtype=spec.get("dtype", "bfloat16"),
             max_model_len=spec.get("max_model_len", 2048),
-            max_num_seqs=4,
+            max_num_seqs=spec.get("max_num_seqs", 4),
             enforce_eager=True,
             seed=0,
             disable_log_stats=False,
             disable_hybrid_kv_cache_manager=spec.get("disable_hybrid", True),
             load_format=spec.get("load_format", "auto"),
+            **{key: spec[key] for key in ("block_size", "enable_prefix_caching") if key in spec},
+            **({"per_request_spec_decode_metrics": "detailed"} if "rounds" in spec and spec.get("draft") else {}),
             **options,
         )
         result["startup_s"] = round(time.time() - started, 1)
         params = SamplingParams(temperature=0.0, max_tokens=spec.get("max_tokens", 32), ignore_eos=True)
-        outputs = llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in spec["prompts"]], params, use_tqdm=False)
-        result["tokens"] = [list(output.outputs[0].token_ids) for output in outputs]
+        if "rounds" in spec:
+            result["rounds"] = [generate_round(llm, spec["prompts"], indices, params) for indices in spec["rounds"]]
+        else:
+            outputs = llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in spec["prompts"]], params,
+                                   use_tqdm=False)
+            result["tokens"] = [list(output.outputs[0].token_ids) for output in outputs]
         if spec.get("kv_cache_layout", True):  # read through internals older releases name differently
             result["kv_cache"] = kv_cache_layout(llm)
         if spec.get("draft_attention", False):

@@ -22,6 +22,8 @@ SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0"
 RELEASE_WITHOUT_GEMMA4 = "0.18.1"
 # The two hotfixes every Gemma 4 release needs (gemma4-mtp-shares-backbone-embeddings has its own tests).
 KV_HOTFIXES = ["kv-sharing-uniform-specs", "kv-uniform-catches-valueerror"]
+# What a pairing with the hybrid manager off needs: the KV hotfixes and the drafter's builders per layer spec.
+HYBRID_OFF_HOTFIXES = sorted([*KV_HOTFIXES, "drafter-attention-groups-per-spec"])
 
 REPO = Path(__file__).resolve().parents[2]
 

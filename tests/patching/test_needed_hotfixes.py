@@ -9,11 +9,9 @@ import pytest
 
 from specdraft.patching import Trait, catalog, list_hotfixes, needed_hotfixes
 
-from .conftest import KV_HOTFIXES, REPO
+from .conftest import HYBRID_OFF_HOTFIXES, REPO
 
 MTP_HOTFIX = "gemma4-mtp-shares-backbone-embeddings"
-# once the KV-sharing hotfixes let the pair start, the V1 drafter must build its layers' metadata per spec
-DRAFTER_HOTFIX = "drafter-attention-groups-per-spec"
 
 
 def _ids(entries) -> list[str]:
@@ -21,7 +19,7 @@ def _ids(entries) -> list[str]:
 
 
 def test_a_pairing_with_the_hybrid_manager_off_needs_the_kv_sharing_and_drafter_hotfixes():
-    assert _ids(needed_hotfixes({Trait.HYBRID_KV_CACHE_MANAGER_OFF})) == sorted([DRAFTER_HOTFIX, *KV_HOTFIXES])
+    assert _ids(needed_hotfixes({Trait.HYBRID_KV_CACHE_MANAGER_OFF})) == HYBRID_OFF_HOTFIXES
 
 
 def test_an_mtp_pairing_needs_only_the_embedding_hotfix():
@@ -30,7 +28,7 @@ def test_an_mtp_pairing_needs_only_the_embedding_hotfix():
 
 def test_a_pairing_with_both_traits_needs_every_hotfix_of_either():
     both = needed_hotfixes({Trait.HYBRID_KV_CACHE_MANAGER_OFF, Trait.GEMMA4_MTP_ASSISTANT})
-    assert _ids(both) == sorted([DRAFTER_HOTFIX, *KV_HOTFIXES, MTP_HOTFIX])
+    assert _ids(both) == sorted([*HYBRID_OFF_HOTFIXES, MTP_HOTFIX])
 
 
 def test_a_pairing_without_traits_needs_no_hotfix():
