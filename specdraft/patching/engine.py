@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -187,15 +187,21 @@ def apply(install: VllmInstall, only: list[str] | None = None) -> list[HotfixRep
     """
     selection = catalog.select(only)
     journal = Journal(install.root, install.package_dir)
+    return _locked_and_guarded("apply", journal, lambda guard: _apply_locked(install, selection, journal, guard))
+
+
+def _locked_and_guarded(action: str, journal: Journal,
+                        work: Callable[[interruptions.Guard], list[HotfixReport]]) -> list[HotfixReport]:
+    """``work`` under the install's lock, with a signal stopping it before its first write and held after."""
     outermost = not interruptions.is_guarded()
     with interruptions.guarded() as guard:
         try:
             with journal.locked():
-                reports = _apply_locked(install, selection, journal, guard)
+                reports = work(guard)
         except (KeyboardInterrupt, interruptions.SignalStop):
-            raise interruptions.stopped_before_writing("apply") from None
+            raise interruptions.stopped_before_writing(action) from None
     if outermost and guard.received:
-        raise interruptions.finished_despite(guard, "apply", _summary(reports))
+        raise interruptions.finished_despite(guard, action, _summary(reports))
     return reports
 
 
@@ -281,16 +287,8 @@ def revert(install: VllmInstall, only: list[str] | None = None, force: bool = Fa
     """
     selection = catalog.select(only)
     journal = Journal(install.root, install.package_dir)
-    outermost = not interruptions.is_guarded()
-    with interruptions.guarded() as guard:
-        try:
-            with journal.locked():
-                reports = _revert_locked(install, selection, journal, guard, force)
-        except (KeyboardInterrupt, interruptions.SignalStop):
-            raise interruptions.stopped_before_writing("revert") from None
-    if outermost and guard.received:
-        raise interruptions.finished_despite(guard, "revert", _summary(reports))
-    return reports
+    return _locked_and_guarded("revert", journal,
+                               lambda guard: _revert_locked(install, selection, journal, guard, force))
 
 
 def _revert_locked(install: VllmInstall, selection: list[CatalogEntry], journal: Journal,
