@@ -54,7 +54,10 @@ def test_every_level_is_warmed_up_to_its_batch_and_measured_for_the_duration(run
         assert lv["warmup_requests"] == lv["concurrency"] and lv["duration_s"] == DURATION_S
         assert lv["wall_s"] >= DURATION_S and lv["requests"] >= lv["concurrency"]
         assert lv["output_tokens"] == lv["requests"] * MAX_TOKENS
-        assert 0.8 * lv["concurrency"] <= lv["mean_in_flight"] <= lv["concurrency"] + 1e-6
+        # the closed loop keeps every slot busy until the duration ends; after it, the last requests drain at
+        # their own pace (on a loaded host that tail can be most of the level), so the bound is over the duration
+        held = lv["concurrency"] * DURATION_S / lv["wall_s"]
+        assert 0.9 * held <= lv["mean_in_flight"] <= lv["concurrency"] + 1e-6
 
 
 def test_each_levels_acceptance_counts_its_measured_requests_and_not_the_warm_up(run):
