@@ -95,5 +95,5 @@ def test_the_server_drafts_the_k_of_the_schedule_at_each_batch_size(run):
     assert per_draft[1] == 4  # batch size 1: K = 4 every step
     # batch size 4 (3-4 in the schedule): K = 1, but for the steps where requests ended unevenly and fewer ran
     # (K = 4 again); on a loaded host that draining tail can be most of the level, so the mean only has to
-    # show steps at K = 1: a server that ignored the schedule would draft 4 at every step here too
-    assert 1 <= per_draft[4] < 3
+    # show steps at K = 1: a server that ignored the schedule would draft exactly 4 per step here too
+    assert 1 <= per_draft[4] < 4
