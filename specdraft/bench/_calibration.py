@@ -153,6 +153,10 @@ def fit_step_costs(points: Sequence[tuple[int, float]], target_step_ms: float) -
         raise UserError(f"the fit gives a negative cost per draft token ({slope:.2f} ms): longer drafts ran faster "
                         f"per step, so noise dominates the runs {sorted(points)}",
                         hint="bench longer (--max-tokens, --requests) or add runs at more K")
+    if not intercept > 0:
+        raise UserError(f"the fit gives a step with no fixed cost ({intercept:.2f} ms at K = 0, below the target's own "
+                        f"{target_step_ms:.2f} ms step): noise dominates the runs {sorted(points)}",
+                        hint="bench longer (--max-tokens, --requests) on a quieter machine, or add runs at more K")
     residual = max(abs(t - (intercept + slope * k)) for k, t in points)
     return StepCostFit(
         cost_ratio=slope / target_step_ms,

@@ -140,6 +140,12 @@ def test_a_fit_needs_two_different_k():
         fit_step_costs([(4, 48.0), (4, 47.0)], 17.8)
 
 
+def test_a_fit_whose_line_has_no_fixed_cost_is_refused_as_noise():
+    # K = 2 at 40 ms and K = 4 at 90 ms: the line reaches K = 0 at -10 ms, a step cheaper than nothing
+    with pytest.raises(UserError, match=r"no fixed cost \(-10.00 ms at K = 0.*noise dominates the runs \[\(2, 40.0\), \(4, 90.0\)\]"):
+        fit_step_costs([(2, 40.0), (4, 90.0)], 17.8)
+
+
 def test_tune_fits_steps_from_saved_runs(tmp_path, capsys):
     paths = {}
     for name, res in (("k2", SPEC_K2), ("k4", SPEC_K4), ("target", TARGET)):

@@ -184,9 +184,16 @@ def test_tune_measures_the_per_step_overhead_and_a_schedule_per_concurrency(runs
 
 def test_tune_fits_c_and_the_overhead_to_runs_at_two_k(runs, capsys):
     paths = runs["paths"]
-    assert main(["tune", "--from-bench", str(paths["spec"]), "--fit-steps", str(paths["spec_k2"]), str(paths["spec"]),
-                 "--target-bench", str(paths["target"]), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    code = main(["tune", "--from-bench", str(paths["spec"]), "--fit-steps", str(paths["spec_k2"]), str(paths["spec"]),
+                 "--target-bench", str(paths["target"]), "--json"])
+    out, err = capsys.readouterr()
+    if code == 2:
+        # the two runs are minutes apart; on a loaded host their step times can disagree so much that the line
+        # through them has no fixed cost or a negative slope: tune must say so, not tune on it
+        assert "noise dominates the runs" in err and "(2, " in err and "(4, " in err and not out
+        return
+    assert code == 0, err
+    data = json.loads(out)
     assert runs["results"]["spec_k2"]["spec_decode"]["num_speculative_tokens"] == 2
     assert data["sources"]["cost_ratio"].startswith("fitted: a speculative step takes")
     assert "K = 2, 4" in data["sources"]["cost_ratio"]
