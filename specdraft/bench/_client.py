@@ -91,7 +91,7 @@ def _get(client: httpx.Client, url: str) -> httpx.Response:
         return client.get(url, timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S))
     except httpx.TimeoutException as err:
         raise _stalled(url, err, timeout_s) from None
-    except httpx.HTTPError as err:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as err:  # UnicodeError: a host name IDNA cannot encode
         raise UserError(
             f"cannot reach the server at {url}: {type(err).__name__}: {err}",
             hint="start it (python -m specdraft launch ...) or check --base-url",

@@ -41,6 +41,13 @@ def test_an_unreachable_server_is_one_line_with_the_next_step(capsys):
     assert lines[1] == "specdraft: next: start it (python -m specdraft launch ...) or check --base-url"
 
 
+def test_a_host_name_no_resolver_can_encode_is_one_line_not_an_internal_error(capsys):
+    # a DNS label is at most 63 characters: IDNA refuses a longer one before any connection
+    assert main(["bench", "--base-url", f"http://{'a' * 300}:8000/v1", "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the server at http://aaa" in err and "label too long" in err and "internal error" not in err
+
+
 def test_base_url_and_model_are_required_without_saved_results(capsys):
     code, _, err = bench(capsys, "--model", "m")
     assert code == 2 and "needs --base-url and --model" in err
