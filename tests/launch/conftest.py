@@ -17,3 +17,14 @@ def specdraft_cli(tmp_path):
         return subprocess.run([sys.executable, "-m", "specdraft", *args], capture_output=True, text=True,
                               env=environment, timeout=timeout, cwd=tmp_path)
     return run
+
+
+@pytest.fixture
+def offline_empty_hub(tmp_path, monkeypatch):
+    """No Hugging Face cache, no `vllm` on PATH and no API key from the caller's environment: plans from the
+    shipped shape facts alone, as on a machine that has downloaded nothing."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)

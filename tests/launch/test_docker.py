@@ -12,12 +12,7 @@ TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-
 IMAGE = "vllm/vllm-openai:v0.26.0"
 
 
-@pytest.fixture(autouse=True)
-def offline_empty_hub(tmp_path, monkeypatch):
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+pytestmark = pytest.mark.usefixtures("offline_empty_hub")
 
 
 @pytest.fixture(scope="module")
