@@ -2,13 +2,15 @@
 declares them), one server per GPU, started in parallel and benched one at a time.
 
 Each scenario is ``TARGET:DRAFT:KV:ALPHA:SEQS[:EXTRA]`` (folders of benchmarks/gpu/configs, short names below):
-``specdraft launch --target T --draft D --kv-cache-dtype KV --max-num-seqs SEQS --dry-run --json --
---load-format dummy ...`` plans it on this machine's profile; its ``exec_argv`` is served, with forced
-acceptance alpha^i added to ``--speculative-config`` (ALPHA ``alone``: the same plan without
-``--speculative-config``, the baseline; EXTRA ``triton``: ``--attention-backend TRITON_ATTN`` planned in after
-``--``). Servers of one batch start together, one per GPU
-(``CUDA_VISIBLE_DEVICES``), so their torch.compile runs overlap; once all are up (or dead) each is benched
-alone (``specdraft bench``, 256 tokens, 8 requests at concurrency 1, 32 at 16), then all are stopped.
+``specdraft launch --target T --draft D --method M --kv-cache-dtype KV --max-num-seqs SEQS --dry-run --json --
+--load-format dummy ...`` plans it on this machine's profile (KV ``plan``: no ``--kv-cache-dtype``, the plan's own
+choice; M from the draft's kind); its ``exec_argv`` is served, with forced acceptance alpha^i added to
+``--speculative-config`` (ALPHA ``alone``: the same plan without ``--speculative-config``, the baseline; EXTRA
+``triton``: ``--attention-backend TRITON_ATTN`` planned in after ``--``; ``tp2``: ``--tensor-parallel-size 2`` and
+two GPUs). Servers of one batch start together, each on its own GPUs (``CUDA_VISIBLE_DEVICES``), so their
+torch.compile runs overlap; once all are up (or dead) they are benched side by side (``specdraft bench``, 256
+tokens: 8 requests at concurrency 1, then, when SEQS > 1, 2 x SEQS requests at concurrency SEQS, on the same
+server), then all are stopped.
 
 Every row records the attention backends the engine log names (``VLLM_LOG_MODEL_INSPECTION=1`` also prints the
 per-layer view), and a server that dies records its log's tail: the reported MTP + fp8 KV start-up crash
@@ -27,24 +29,29 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 GPU_DIR = Path.cwd() / "benchmarks" / "gpu"
 """serving.py, sweep.py and configs/: run from the repository root (this script may travel as a copy elsewhere)."""
 sys.path.insert(0, str(GPU_DIR))
-from serving import PY, MODEL, forced, plan, profile, refusals, specdraft  # noqa: E402  (benchmarks/gpu)
+from serving import MODEL, forced, plan, profile, refusals, specdraft  # noqa: E402  (benchmarks/gpu)
 
 from specdraft.testbed.processes import DeadlineReached, ProcessGroups, free_port, healthy  # noqa: E402
 
 WORK = Path("/tmp/realstack")
 FOLDERS = {"t26": "target26b", "a26": "assistant26b", "t31": "target31b", "a31": "assistant31b",
-           "e2b": "draftE2B"}
-EXTRAS = {"": (), "triton": ("--attention-backend", "TRITON_ATTN")}
-BENCH_S = int(os.environ.get("BENCH_S", "45"))  # seconds kept per server for its bench
+           "e2b": "draftE2B", "eg31": "eagle3_31b", "df31": "dflash_31b"}
+METHODS = {"a26": "mtp", "a31": "mtp", "e2b": "draft_model", "eg31": "eagle3", "df31": "dflash"}
+EXTRAS = {"": (), "triton": ("--attention-backend", "TRITON_ATTN"), "tp2": ()}
+PLAN_OPTIONS = {"": (), "triton": (), "tp2": ("--tensor-parallel-size", "2", "--gpus-per-node", "2")}
+GPUS_NEEDED = {"": 1, "triton": 1, "tp2": 2}
+BENCH_S = int(os.environ.get("BENCH_S", "90"))  # seconds kept for a batch's benches (side by side)
 STOP_S = 30
 BACKEND_LINE = re.compile(
     r"backend|FlashAttention|flash_attn|FA4|FA3|FlashInfer|flashinfer|TRITON|Triton|kv.cache.dtype|fp8|"
@@ -53,15 +60,32 @@ NOISE = re.compile(r"^\$ \[|GET /health|POST /v1|Avg prompt throughput|metrics")
 
 
 def checkpoints(needed: set[str]) -> dict[str, Path]:
+    """Dummy checkpoints of the config folders: Gemma 4 configs get tokenizer files, a speculator is its config."""
     from specdraft.testbed.tiny import write_dummy_checkpoint
 
     out = {}
     for short in needed:
-        target = WORK / "ck" / short
+        source, target = GPU_DIR / "configs" / FOLDERS[short], WORK / "ck" / short
         if not (target / "config.json").exists():
-            write_dummy_checkpoint(GPU_DIR / "configs" / FOLDERS[short], target)
+            if "speculators_model_type" in json.loads((source / "config.json").read_text()):
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            else:
+                write_dummy_checkpoint(source, target)
         out[short] = target
     return out
+
+
+def bench(port: int, concurrency: int, out: Path, timeout: float) -> dict:
+    """One ``specdraft bench`` level against the server; its figures (raises on a failed bench)."""
+    done = specdraft("bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL, "--max-tokens", "256",
+                     "--requests", str(8 if concurrency == 1 else 2 * concurrency), "--concurrency", str(concurrency),
+                     "--out", str(out), timeout=timeout)
+    if not out.exists():
+        raise ValueError(f"bench wrote nothing: {(done.stderr or done.stdout)[-800:]}")
+    level = json.loads(out.read_text())["levels"][0]
+    return {"decode_tok_s": level.get("decode_tok_s"), "output_tok_s": level.get("output_tok_s"),
+            "ttft_s": level.get("ttft_s"),
+            "mean_acceptance_length": (level.get("spec_decode") or {}).get("mean_acceptance_length")}
 
 
 def backend_lines(log: Path) -> list[str]:
@@ -75,6 +99,24 @@ def backend_lines(log: Path) -> list[str]:
             seen.add(text)
             lines.append(text)
     return lines[:80]
+
+
+def flag(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def batches(todo: list[str], gpus: int) -> list[list[str]]:
+    """Scenarios in order, grouped so that each group's GPUs fit on the machine."""
+    out, used = [[]], 0
+    for scenario in todo:
+        parts = scenario.split(":")
+        need = GPUS_NEEDED[parts[5] if len(parts) > 5 else ""]
+        if used + need > gpus:
+            out.append([])
+            used = 0
+        out[-1].append(scenario)
+        used += need
+    return [batch for batch in out if batch]
 
 
 def main() -> int:
@@ -106,66 +148,62 @@ def main() -> int:
 
     try:
         with ProcessGroups(WORK / "process-groups", deadline_s=args.deadline_s) as groups:
-            for start in range(0, len(todo), len(gpus)):
-                batch = todo[start:start + len(gpus)]
-                if groups.left_s() < 200 + BENCH_S * len(batch) + STOP_S:
+            for batch in batches(todo, len(gpus)):
+                if groups.left_s() < 200 + BENCH_S + STOP_S:
                     print(f"not starting {batch}: {groups.left_s():.0f} s left", flush=True)
                     break
-                live = []
-                for gpu, scenario in zip(gpus, batch):
+                live, free = [], list(gpus)
+                for scenario in batch:
                     target, draft, kv, alpha, seqs, *extra = scenario.split(":")
                     extra = extra[0] if extra else ""
+                    mine, free = free[:GPUS_NEEDED[extra]], free[GPUS_NEEDED[extra]:]
                     port = free_port()
-                    document = plan(models[target], models[draft], "--kv-cache-dtype", kv, "--max-num-seqs", seqs,
-                                    port=port, serve_args=EXTRAS[extra])
+                    options = ("--method", METHODS[draft], *(() if kv == "plan" else ("--kv-cache-dtype", kv)),
+                               "--max-num-seqs", seqs, *PLAN_OPTIONS[extra])
+                    document = plan(models[target], models[draft], *options, port=port, serve_args=EXTRAS[extra])
                     safe = scenario.replace(":", "_")
                     (WORK / "logs" / f"{safe}.plan.json").write_text(json.dumps(document, indent=2))
                     row = {"scenario": scenario, "target": FOLDERS[target], "draft": FOLDERS[draft], "kv": kv,
                            "alpha": None if alpha == "alone" else float(alpha), "max_num_seqs": int(seqs),
-                           "gpu": gpu, "profile": prof, "extra": " ".join(EXTRAS[extra])}
+                           "gpu": ",".join(mine), "profile": prof, "extra": extra}
                     if refusals(document) or not document.get("exec_argv"):
                         row["error"] = f"plan refused: {refusals(document)}"[:1000]
                         record(row)
                         continue
                     spec = document["speculative_config"]
-                    row.update(method=spec.get("method"), k=spec.get("num_speculative_tokens"))
+                    row.update(method=spec.get("method"), k=spec.get("num_speculative_tokens"),
+                               planned_kv=flag(document["exec_argv"], "--kv-cache-dtype"),
+                               planned_backend=flag(document["exec_argv"], "--attention-backend"))
                     argv = forced(document["exec_argv"], None if alpha == "alone" else float(alpha))
                     log = WORK / "logs" / f"{safe}.log"
-                    env = {"CUDA_VISIBLE_DEVICES": gpu, "VLLM_LOG_MODEL_INSPECTION": "1",
-                           "VLLM_CACHE_ROOT": f"/tmp/vllm-cache-{gpu}"}
+                    env = {"CUDA_VISIBLE_DEVICES": ",".join(mine), "VLLM_LOG_MODEL_INSPECTION": "1",
+                           "VLLM_CACHE_ROOT": f"/tmp/vllm-cache-{'-'.join(mine)}"}
                     process = groups.start(argv, log, env)
                     live.append((scenario, safe, row, process, port, log, time.monotonic()))
-                # wait for all of the batch
-                reserve = BENCH_S * len(live) + STOP_S
                 up = {}
                 for scenario, safe, row, process, port, log, started in live:
-                    ok = healthy(port, [process], max(groups.left_s() - reserve, 1))
+                    ok = healthy(port, [process], max(groups.left_s() - BENCH_S - STOP_S, 1))
                     up[scenario] = ok
                     row["start_s"] = round(time.monotonic() - started, 1)
                     if not ok:
                         row["error"] = "not healthy" if process.poll() is None else f"exited {process.returncode}"
                         groups.stop(process)
+
+                def measure(entry) -> None:
+                    scenario, safe, row, process, port, log, started = entry
+                    levels = (1, row["max_num_seqs"]) if row["max_num_seqs"] > 1 else (1,)
+                    try:
+                        for concurrency in levels:
+                            figures = bench(port, concurrency, WORK / "logs" / f"{safe}.c{concurrency}.bench.json",
+                                            max(groups.left_s() - STOP_S, 1))
+                            row.update({f"c{concurrency}_{key}": value for key, value in figures.items()})
+                    except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
+                        row["error"] = f"bench: {type(exc).__name__}: {exc}"[:800]
+
+                with ThreadPoolExecutor(max_workers=len(live) or 1) as pool:
+                    list(pool.map(measure, [entry for entry in live if up[entry[0]]]))
                 for scenario, safe, row, process, port, log, started in live:
-                    if up[scenario]:
-                        seqs = row["max_num_seqs"]
-                        out = WORK / "logs" / f"{safe}.bench.json"
-                        done_bench = None
-                        try:
-                            done_bench = specdraft(
-                                "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL,
-                                "--max-tokens", "256", "--requests", str(8 if seqs == 1 else 2 * seqs),
-                                "--concurrency", str(seqs), "--out", str(out),
-                                timeout=max(groups.left_s() - STOP_S, 1))
-                            level = json.loads(out.read_text())["levels"][0]
-                            tok_s = level.get("decode_tok_s")
-                            length = (level.get("spec_decode") or {}).get("mean_acceptance_length")
-                            row.update(decode_tok_s=tok_s, mean_acceptance_length=length,
-                                       output_tok_s=level.get("output_tok_s"), ttft_s=level.get("ttft_s"))
-                        except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
-                            row["error"] = f"bench: {type(exc).__name__}: {exc}"[:500]
-                            if done_bench is not None:
-                                row["bench_stderr"] = (done_bench.stderr or "")[-1000:]
-                        groups.stop(process)
+                    groups.stop(process)
                     row["backends"] = backend_lines(log)
                     if "error" in row:
                         row["error_tail"] = log.read_text(errors="replace").splitlines()[-60:]
