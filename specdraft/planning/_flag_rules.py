@@ -70,6 +70,8 @@ def data_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
     choice = decided.speculative
     config = choice.config
+    if decided.kv_cache.drafter_attention_backend is not None:
+        config = config.model_copy(update={"attention_backend": decided.kv_cache.drafter_attention_backend})
     source = config.model or f"the {choice.resolved_method} proposer (no draft checkpoint)"
     reason = (f"{config.num_speculative_tokens} draft tokens per step ({choice.k_reason}) from {source}"
               + (f", quantization {config.quantization}" if config.quantization else "")

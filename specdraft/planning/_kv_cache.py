@@ -14,7 +14,12 @@ per release: how ``Gemma4Config`` sets Gemma 4's backend, where FLASH_ATTN takes
 order, whether the MTP assistant inherits the target's backend) for the profile's GPU, or takes what a real install
 showed (``gpu_evidence``). Where that pick is a backend users report failing for Gemma 4 on that GPU
 (``reported_failures``: the text-only MTP assistant on FlashInfer with fp8 KV on SM90, vLLM issues 48848 and 48495),
-the plan passes ``--attention-backend TRITON_ATTN``, which both models then use, and the checks name the issue.
+the plan passes ``--attention-backend TRITON_ATTN``, and the checks name the issue. The MTP assistant takes the
+target's backend (Gemma4Proposer); every other drafter picks its own unless ``--speculative-config`` names one
+(``attention_backend``, vLLM 0.21.0 on: SpecDecodeBaseProposer "never inherit[s] the attention backend"), so for
+those the plan names it there too. Served on one H200 (vLLM 0.26.0), the 31B with the E2B ``draft_model`` and an fp8
+cache ran the target on TRITON_ATTN as passed while the draft picked FlashInfer and refused to start
+(benchmarks/gpu/raw/real-stack-h200-m3).
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ ATTENTION_BACKEND_FLAG = "--attention-backend"
 FA4_CAPABILITY_MAJORS = (9, 10, 11)
 FA4_MARKER = Path("vllm_flash_attn") / "cute" / "interface.py"
 """The file whose presence makes FA4 available (``FA4_AVAILABLE`` in flash_attn_interface.py)."""
+OWN_BACKEND_DRAFTERS = frozenset({"draft_model", "eagle3", "dflash"})
+"""Methods whose proposer replaces the attention backend with ``--speculative-config``'s ``attention_backend``
+(vllm/v1/spec_decode/llm_base_proposer.py, ``_create_draft_vllm_config``, 0.21.0 on); Gemma 4's MTP proposer
+carries the target's (vllm/v1/spec_decode/gemma4.py)."""
 
 
 class Backends(BaseModel):
@@ -48,7 +57,7 @@ class Backends(BaseModel):
 
     target: str
     drafter: str | None
-    """The MTP assistant's backend; None for other methods (their drafters are not modelled)."""
+    """The backend of the MTP assistant or of a Gemma 4 draft model; None for other drafters (not modelled)."""
     basis: str
     started: bool | None = None
     """What a real install showed: whether the server started; None where only predicted."""
@@ -67,6 +76,10 @@ class KVCacheChoice(BaseModel):
     attention_reason: str
     user_backend: str | None = None
     """The ``--attention-backend`` the user gave after ``--``."""
+    drafter_attention_backend: str | None = None
+    """The ``attention_backend`` the plan puts in ``--speculative-config``: the plan's or the user's backend, for a
+    drafter that would otherwise pick its own (``OWN_BACKEND_DRAFTERS``) on a release that takes the field."""
+    method: str = ""
     backends: Backends | None
     """What the server will select with the plan's flags; None where the release is not in the table."""
     failure: ReportedFailure | None = None
@@ -126,35 +139,39 @@ def _select(rule: AttentionBackendRule, major: int, *, fp8: bool, multimodal: bo
 
 def predict_backends(rule: AttentionBackendRule, capability: tuple[int, int], *, kv_cache_dtype: str,
                      has_fa4: bool, multimodal_target: bool, method: str, backend: str | None = None) -> Backends:
-    """The backends a release whose source says ``rule`` gives a Gemma 4 target (and its MTP assistant, for
-    ``method`` mtp) on a GPU of ``capability``, with ``backend`` given or not."""
+    """The backends a release whose source says ``rule`` gives a Gemma 4 target (and its MTP assistant or Gemma 4
+    draft model, for ``method`` mtp or draft_model) on a GPU of ``capability``, with ``backend`` given or not (the
+    plan carries a given one to a draft model through ``--speculative-config``)."""
     major, fp8 = capability[0], is_fp8(kv_cache_dtype)
-    mtp = method == "mtp" and rule.mtp_drafter is not None
+    modelled = (method == "mtp" and rule.mtp_drafter is not None) or method == "draft_model"
     if backend is not None:
         # Gemma4Config leaves a given backend alone; Gemma4Proposer carries it to the assistant
-        return Backends(target=backend, drafter=backend if mtp else None, basis="given")
+        return Backends(target=backend, drafter=backend if modelled else None, basis="given")
+    own_choice = method == "draft_model" and rule.draft_attention_backend
     if rule.gemma4 == "triton":
-        return Backends(target=TRITON, drafter=TRITON if mtp else None,
+        return Backends(target=TRITON, drafter=TRITON if modelled else None,
                         basis="Gemma4Config forces TRITON_ATTN for every layer")
     if not (has_fa4 and major in FA4_CAPABILITY_MAJORS):
         why = "no FA4 beside this vLLM" if not has_fa4 else f"FA4 does not run on compute capability {major}.x"
-        return Backends(target=TRITON, drafter=TRITON if mtp else None,
+        return Backends(target=TRITON, drafter=TRITON if modelled else None,
                         basis=f"{why}, so Gemma4Config forces TRITON_ATTN for every layer")
     target = _select(rule, major, fp8=fp8, multimodal=multimodal_target)
-    # with no backend set, the text-only assistant is selected on its own
-    drafter = _select(rule, major, fp8=fp8, multimodal=False) if mtp else None
+    # with no backend set, the text-only assistant is selected on its own, and so is a draft model that does not
+    # inherit the target's configuration; one that does (before 0.21.0) gets the target's
+    drafter = (_select(rule, major, fp8=fp8, multimodal=False) if (method == "mtp" and modelled) or own_choice
+               else target if modelled else None)
     return Backends(target=target, drafter=drafter,
                     basis=f"Gemma4Config sets FA4, then vLLM's selector on compute capability {major}.x "
                           f"with a {'fp8' if fp8 else 'bf16'} KV cache")
 
 
 def _observed(evidence: list[GpuEvidence], *, profile: str, version: str | None, method: str, kv_cache_dtype: str,
-              backend: str | None) -> Backends | None:
-    """What a real install showed for this profile, release, method, KV dtype and given backend."""
+              backend: str | None, drafter_backend: str | None) -> Backends | None:
+    """What a real install showed for this profile, release, method, KV dtype and given backends."""
     family = FP8 if is_fp8(kv_cache_dtype) else AUTO
     for row in evidence:
-        if (row.profile, row.vllm, row.method, row.kv_cache_dtype, row.attention_backend) == (
-                profile, version, method, family, backend):
+        if (row.profile, row.vllm, row.method, row.kv_cache_dtype, row.attention_backend,
+                row.drafter_attention_backend) == (profile, version, method, family, backend, drafter_backend):
             return Backends(target=row.target, drafter=row.drafter, started=row.started,
                             basis=f"observed on {row.profile} with vLLM {row.vllm} ({row.source})")
     return None
@@ -260,28 +277,39 @@ def decide_kv_cache(*, profile: str, version: str | None, method: str, given_dty
                              attention_reason=f"vLLM {version or '(version unknown)'} is not in specdraft's "
                                               "attention backend table: vLLM picks")
     fa4_known = has_fa4 if has_fa4 is not None else True
+    carries = method in OWN_BACKEND_DRAFTERS and rule.draft_attention_backend
 
     def backends_with(backend: str | None) -> Backends:
         return (_observed(table.gpu_evidence, profile=profile, version=version, method=method, kv_cache_dtype=dtype,
-                          backend=backend)
+                          backend=backend, drafter_backend=backend if carries else None)
                 or predict_backends(rule, capability, kv_cache_dtype=dtype, has_fa4=fa4_known,
                                     multimodal_target=multimodal_target, method=method, backend=backend))
 
     own = backends_with(user_backend)
     failure = reported_failure(own, capability, dtype, table.reported_failures)
-    picked = f"target {own.target}" + (f", MTP assistant {own.drafter}" if own.drafter else "")
-    who = None if failure is None else "the MTP assistant" if failure.backend == own.drafter else "the target"
+    label = drafter_label(method)
+    picked = f"target {own.target}" + (f", {label} {own.drafter}" if own.drafter else "")
+    who = None if failure is None else f"the {label}" if failure.backend == own.drafter else "the target"
     if failure is None or user_backend is not None:
         reason = (f"{user_backend} given" if user_backend else f"vLLM {version} picks: {picked} ({own.basis})") + spark
+        if user_backend and carries:
+            reason += f"; also in --speculative-config, since the {label} picks its own backend otherwise"
         return KVCacheChoice(**chosen, attention_backend=None, backends=own, failure=failure, failing_model=who,
-                             attention_reason=reason)
+                             attention_reason=reason, method=method,
+                             drafter_attention_backend=user_backend if carries else None)
     fix = table.fix
     fixed = backends_with(fix.value)
+    where = (f" (also in --speculative-config: the {label} picks its own backend otherwise)" if carries else "")
     reason = (f"vLLM {version} would give {who} {failure.backend} with a {_named(dtype)} KV cache on {_gpu(profile)} "
-              f"({own.basis}), which users report failing ({failure.issue_refs}); {fix.value} serves both models"
-              + spark)
+              f"({own.basis}), which users report failing ({failure.issue_refs}); {fix.value} serves both "
+              f"models{where}" + spark)
     return KVCacheChoice(**chosen, attention_backend=fix.value, backends=fixed, failure=failure, failing_model=who,
-                         attention_reason=reason)
+                         attention_reason=reason, method=method, drafter_attention_backend=fix.value if carries else None)
+
+
+def drafter_label(method: str) -> str:
+    """How the findings name the modelled drafter."""
+    return "MTP assistant" if method == "mtp" else "draft model"
 
 
 def kv_cache_findings(choice: KVCacheChoice) -> list[Finding]:
@@ -290,7 +318,8 @@ def kv_cache_findings(choice: KVCacheChoice) -> list[Finding]:
     if failure is None:
         if backends is None:
             return [Finding(level="info", check="attention-backend", message=choice.attention_reason)]
-        picked = f"target {backends.target}" + (f", MTP assistant {backends.drafter}" if backends.drafter else "")
+        picked = f"target {backends.target}" + (f", {drafter_label(choice.method)} {backends.drafter}"
+                                                if backends.drafter else "")
         return [Finding(level="ok", check="attention-backend",
                         message=f"{picked} with a {_named(choice.dtype)} KV cache ({backends.basis}){choice.label}")]
     source = f"your --kv-cache-dtype {choice.dtype}" if choice.dtype_given else f"a {_named(choice.dtype)} KV cache"

@@ -22,6 +22,13 @@ GIB = 2**30
 CONTEXT_STEP = 1024
 """Suggested context lengths are rounded down to this many tokens."""
 FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"})
+DRAFT_MODEL_RESERVE_BYTES = 3 * GIB
+"""Added to the profile's reserve when the draft is a whole Gemma 4 model (``draft_model``). Measured on one H200
+with vLLM 0.26.0 and its real kernels (benchmarks/gpu/raw/real-stack-h200-m3: the budget minus the weights minus
+the "Available KV cache memory" the engine logged): 6.1 GiB beside the 31B and 6.5 GiB beside the 26B-A4B with the
+E2B draft, against 1.4-4.0 GiB for the target alone, its MTP assistant, EAGLE-3 and DFlash. The draft's own profiling
+pass and CUDA graphs take the difference; with the profile's 4 GiB alone the plan gave the 31B + E2B pair a context
+needing 55.3 GiB of KV where vLLM had 53.9 GiB, and the server refused to start."""
 
 
 class GpuProfile(BaseModel):
@@ -111,6 +118,7 @@ class MemoryPlan(BaseModel):
     """Per GPU (divided by the tensor- and pipeline-parallel sizes); 0 when unknown."""
     draft_weight_bytes: int
     runtime_reserve_bytes: int
+    """The profile's reserve, plus ``DRAFT_MODEL_RESERVE_BYTES`` beside a whole draft model."""
     kv_cache_dtype: str
     hybrid_kv_cache_manager: bool
     """False when ``--disable-hybrid-kv-cache-manager`` is set: sliding layers then hold every token."""
@@ -169,6 +177,12 @@ def _longest_context(shapes: list[KVShape], available: int, seqs: int) -> int:
     return best
 
 
+def is_whole_draft_model(draft: Checkpoint | None) -> bool:
+    """A draft that vLLM runs as a second model of its family (``draft_model``), not an MTP assistant or a
+    speculator head."""
+    return draft is not None and draft.family is not None and not draft.is_assistant
+
+
 def plan_memory(
     target: Checkpoint,
     draft: Checkpoint | None,
@@ -198,7 +212,8 @@ def plan_memory(
     budget = int(profile.total_bytes * utilization)
     target_weights = (target.weight_bytes or 0) // (tensor_parallel_size * pipeline_parallel_size)
     draft_weights = (draft.weight_bytes or 0) // draft_tensor_parallel_size if draft is not None else 0
-    kv_budget = budget - target_weights - draft_weights - profile.runtime_reserve_bytes
+    reserve = profile.runtime_reserve_bytes + (DRAFT_MODEL_RESERVE_BYTES if is_whole_draft_model(draft) else 0)
+    kv_budget = budget - target_weights - draft_weights - reserve
     needed = max_num_seqs * sum(s.bytes_at(max_model_len) for s in shapes)
     longest = _longest_context(shapes, kv_budget, max_num_seqs)
     model_max = min((m.max_position_embeddings for m in models if m.max_position_embeddings), default=longest)
@@ -208,7 +223,7 @@ def plan_memory(
         profile=profile.name, device=profile.device, total_bytes=profile.total_bytes,
         gpu_memory_utilization=utilization, budget_bytes=budget,
         target_weight_bytes=target_weights, draft_weight_bytes=draft_weights,
-        runtime_reserve_bytes=profile.runtime_reserve_bytes, kv_cache_dtype=kv_cache_dtype,
+        runtime_reserve_bytes=reserve, kv_cache_dtype=kv_cache_dtype,
         hybrid_kv_cache_manager=hybrid_kv_cache_manager, max_num_seqs=max_num_seqs,
         kv_budget_bytes=kv_budget, kv_bytes_per_token=sum(s.per_token_bytes + s.windowed_bytes for s in shapes),
         max_model_len=max_model_len, kv_bytes_needed=needed, fits=fits, max_context_that_fits=longest, advice=[],

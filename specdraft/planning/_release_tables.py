@@ -262,6 +262,8 @@ class GpuEvidence(BaseModel):
     kv_cache_dtype: str
     attention_backend: str | None = None
     """The ``--attention-backend`` the server was given; None: vLLM chose."""
+    drafter_attention_backend: str | None = None
+    """The ``attention_backend`` in its ``--speculative-config``; None: none named."""
     target: str
     drafter: str | None = None
     started: bool

@@ -53,6 +53,8 @@ class SpeculativeConfig(BaseModel):
     """ngram / ngram_gpu: the longest n-gram matched."""
     suffix_decoding_max_tree_depth: int | None = Field(default=None, ge=1)
     """suffix: the deepest suffix-tree match (vLLM's default 24)."""
+    attention_backend: str | None = None
+    """The drafter's attention backend (vLLM 0.21.0 on); unset, every proposer but Gemma 4's MTP picks its own."""
     num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
     """``[(first, last, K), ...]``: K for the batch sizes first..last (inclusive), vLLM 0.24.0 and later. The
     ranges start at 1 and do not overlap; K = 0 drafts nothing at those sizes; ``num_speculative_tokens`` is

@@ -86,6 +86,10 @@ def test_each_release_chooses_gemma4s_backend_as_the_table_says(release, version
     assert rule["mtp_drafter"] == ("target-backend-when-set" if carries else None)
     speculative = _source(vllm / "config" / "speculative.py", "SpeculativeConfig")
     assert rule["draft_attention_backend"] == ("attention_backend: AttentionBackendEnum | None = None" in speculative)
+    # where the field exists, every other drafter takes its backend from it alone, not from --attention-backend
+    base = _source(vllm / "v1" / "spec_decode" / "llm_base_proposer.py", "SpecDecodeBaseProposer",
+                   "_create_draft_vllm_config")
+    assert rule["draft_attention_backend"] == ("backend=spec_cfg.attention_backend" in base)
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -175,7 +179,27 @@ def test_without_fa4_and_on_the_dgx_spark_gemma4_serves_on_triton():
     assert (_predict("0.26.0", fa4=False).target, _predict("0.26.0", fa4=False).drafter) == (TRITON, TRITON)
     spark = _predict("0.26.0", SM121)
     assert (spark.target, spark.drafter) == (TRITON, TRITON) and "12.x" in spark.basis
-    assert _predict("0.26.0", method="draft_model").drafter is None  # drafters other than MTP are not modelled
+    assert _predict("0.26.0", method="eagle3").drafter is None  # speculator heads are not modelled
+
+
+@pytest.mark.parametrize("version, dtype, multimodal, drafter", [
+    ("0.26.0", "fp8", False, "FLASHINFER"),  # what the H200 showed: the draft picks its own backend
+    ("0.26.0", "fp8", True, "FLASHINFER"),   # a multimodal target goes to Triton; the draft still picks FlashInfer
+    ("0.26.0", "auto", False, "FLASH_ATTN"),
+    ("0.20.2", "fp8", True, TRITON),         # before the field, Gemma4Config's Triton reaches the draft too
+])
+def test_a_gemma4_draft_models_backend_is_predicted_on_sm90(version, dtype, multimodal, drafter):
+    assert _predict(version, dtype=dtype, multimodal=multimodal, method="draft_model").drafter == drafter
+
+
+def test_the_draft_model_on_flashinfer_with_fp8_on_sm90_is_a_failure_the_h200_showed():
+    table = attention_backend_table()
+    crash = reported_failure(_predict("0.26.0", multimodal=True, method="draft_model"), SM90, "fp8",
+                             table.reported_failures)
+    assert crash is not None and crash.backend == "FLASHINFER"
+    observed = next(row for row in table.gpu_evidence if row.method == "draft_model" and row.kv_cache_dtype == "fp8")
+    assert (observed.attention_backend, observed.drafter_attention_backend) == (TRITON, None)
+    assert (observed.target, observed.drafter, observed.started) == (TRITON, "FLASHINFER", False)
 
 
 def test_fp8_is_chosen_for_speed_only_where_a_measurement_says_so():
@@ -271,6 +295,41 @@ def test_gpu_evidence_replaces_the_prediction(release, empty_hub, monkeypatch):
     plan = _plan(release, "0.31.0", profile="h200", kv_cache_dtype="fp8")
     assert plan.serve.flag("--attention-backend").value == TRITON
     assert "observed on h200 with vLLM 0.31.0" in plan.serve.flag("--attention-backend").reason
+
+
+E2B = "google/gemma-4-E2B-it"
+
+
+def _speculative(plan) -> dict:
+    return json.loads(plan.serve.flag("--speculative-config").value)
+
+
+def test_a_draft_models_fp8_plan_names_triton_for_the_draft_too(release, empty_hub):
+    """--attention-backend alone reached the 31B but not its E2B draft on the H200 (the draft then refused to start
+    on FlashInfer); the plan names the backend in --speculative-config as well."""
+    plan = _plan(release, profile="h200", draft=E2B, kv_cache_dtype="fp8")
+    assert plan.serve.flag("--attention-backend").value == TRITON
+    assert _speculative(plan)["attention_backend"] == TRITON
+    assert "also in --speculative-config" in plan.serve.flag("--attention-backend").reason
+    finding = _finding(plan)
+    assert finding.level == "warning" and "FLASHINFER for the draft model" in finding.message, finding.message
+    assert plan.to_json_dict()["kv_cache"]["drafter_attention_backend"] == TRITON
+
+
+def test_a_users_backend_reaches_the_draft_model_through_the_speculative_config(release, empty_hub):
+    plan = _plan(release, profile="h200", draft=E2B, kv_cache_dtype="fp8", extra=["--attention-backend", TRITON])
+    assert _speculative(plan)["attention_backend"] == TRITON and _finding(plan).level == "ok"
+    assert "target TRITON_ATTN, draft model TRITON_ATTN" in _finding(plan).message
+
+
+@pytest.mark.parametrize("fields", [
+    {"draft": E2B, "kv_cache_dtype": "auto"},         # bf16: vLLM's own picks serve
+    {"kv_cache_dtype": "fp8"},                        # the MTP assistant takes the target's backend itself
+    {"draft": E2B, "kv_cache_dtype": "fp8", "version": "0.20.2"},  # no attention_backend field before 0.21.0
+])
+def test_the_speculative_config_names_no_backend_where_the_drafter_needs_none(release, empty_hub, fields):
+    plan = _plan(release, fields.pop("version", "0.26.0"), profile="h200", **fields)
+    assert "attention_backend" not in _speculative(plan)
 
 
 def test_the_json_plan_carries_the_backends_it_expects(release, empty_hub):

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from specdraft.planning import PROFILES, inspect_checkpoint, kv_shape, plan_memory
@@ -122,3 +124,47 @@ def test_kv_bytes_per_token_match_what_vllm_allocated_on_an_h200(tmp_path):
     shape = kv_shape(target, kv_dtype_bytes=2, hybrid_kv_cache_manager=False)
     predicted = available_gib * GIB / shape.per_token_bytes
     assert abs(predicted - tokens) / tokens < 0.001
+
+
+SERVED = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "raw" / "real-stack-h200-m3"
+CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "configs"
+
+
+def _served_pairs() -> list[tuple[str, str, str, bool, float]]:
+    """(scenario, target folder, draft folder, hybrid manager on, GiB of KV the engine had) per server that got that
+    far, from the rows and engine logs of launch's plans served on one H200 (vLLM 0.26.0, real kernels)."""
+    import json
+    import re
+
+    pairs = []
+    for line in (SERVED / "rows.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["alpha"] is None or row["extra"]:
+            continue  # a baseline does not load the drafter; tp2 splits the weights
+        safe = row["scenario"].replace(":", "_")
+        logged = re.search(r"Available KV cache memory: ([0-9.]+) GiB",
+                           (SERVED / "scenarios" / f"{safe}.backends.txt").read_text())
+        plan = json.loads((SERVED / "scenarios" / f"{safe}.plan.json").read_text())
+        if logged:
+            pairs.append((row["scenario"], row["target"], row["draft"], plan["memory"]["hybrid_kv_cache_manager"],
+                          float(logged.group(1))))
+    return pairs
+
+
+@pytest.mark.parametrize("scenario, target, draft, hybrid, available_gib", _served_pairs())
+def test_the_kv_budget_is_no_more_than_vllm_had_on_an_h200(scenario, target, draft, hybrid, available_gib):
+    """The plan's KV budget for each pair served on an H200 is at most what the engine logged as available (0.5 GiB
+    of slack for the estimate); beside the whole E2B draft the profile's reserve alone overshot by 2.1-2.5 GiB, which
+    made the 31B + E2B server refuse the context the plan gave it."""
+    plan = plan_memory(inspect_checkpoint(str(CONFIGS / target)), inspect_checkpoint(str(CONFIGS / draft)),
+                       PROFILES["h200"], max_model_len=4096, kv_cache_dtype="auto", hybrid_kv_cache_manager=hybrid)
+    assert plan.kv_budget_bytes / GIB <= available_gib + 0.5, scenario
+
+
+def test_a_whole_draft_model_reserves_more_than_an_mtp_assistant():
+    target = inspect_checkpoint(str(CONFIGS / "target31b"))
+    with_draft = plan_memory(target, inspect_checkpoint(str(CONFIGS / "draftE2B")), PROFILES["h200"],
+                             max_model_len=4096)
+    with_assistant = plan_memory(target, inspect_checkpoint(str(CONFIGS / "assistant31b")), PROFILES["h200"],
+                                 max_model_len=4096)
+    assert with_draft.runtime_reserve_bytes - with_assistant.runtime_reserve_bytes == 3 * GIB
