@@ -23,14 +23,22 @@ def read(page: str) -> str:
     return (REPO / page).read_text()
 
 
+def headings(text: str) -> list[re.Match]:
+    """The Markdown headings of ``text``; a shell comment inside a fenced block is not one."""
+    fenced = [(b.start, b.end) for b in blocks(text)]
+    return [m for m in re.finditer(r"^(#+) (.*)$", text, re.M)
+            if not any(start <= m.start() < end for start, end in fenced)]
+
+
 def section(text: str, heading: str) -> str:
-    """From the heading line that starts with ``heading`` to the next heading of the same or a higher level."""
-    found = re.search(rf"^(#+) {re.escape(heading)}.*$", text, re.M)
-    if not found:
+    """From the heading that starts with ``heading`` to the next heading of the same or a higher level."""
+    found = headings(text)
+    start = next((i for i, m in enumerate(found) if m.group(2).startswith(heading)), None)
+    if start is None:
         raise AssertionError(f"no heading {heading!r}")
-    rest = text[found.end():]
-    end = re.search(rf"^#{{1,{len(found.group(1))}}} ", rest, re.M)
-    return rest[: end.start()] if end else rest
+    level = len(found[start].group(1))
+    end = next((m.start() for m in found[start + 1:] if len(m.group(1)) <= level), len(text))
+    return text[found[start].end():end]
 
 
 @dataclass(frozen=True)
