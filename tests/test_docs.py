@@ -43,8 +43,8 @@ def parse_error(command: str) -> str | None:
     argv = shlex.split(command, comments=True)[3:]
     try:
         _build_parser(argv).parse_args(argv)
-    except SystemExit as exit_:
-        return f"exit {exit_.code}"
+    except SystemExit as exit_:  # --help exits 0 once it has printed
+        return f"exit {exit_.code}" if exit_.code else None
     return None
 
 
@@ -115,7 +115,9 @@ def test_every_shown_output_is_an_excerpt_of_the_real_one(page, shown: ShownOutp
         if placeholder in command:
             command = command.replace(placeholder, replacement.format(tree=release_tree("0.26.0", progress=print)))
     # no vLLM on PATH and an empty Hugging Face cache: what a machine without them prints, the same everywhere
+    # and --help wrapped at 80 columns, as argparse wraps it without a terminal
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
+           "COLUMNS": "80",
            "HF_HUB_OFFLINE": "1", "SPECDRAFT_CACHE": os.environ.get("SPECDRAFT_CACHE", str(Path.home() / ".cache/specdraft"))}
     done = subprocess.run([sys.executable, *shlex.split(command, comments=True)[1:]], capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=300)

@@ -383,5 +383,5 @@ def test_the_documented_python_example_reads_an_export(nvfp4_text_export):
 
     (example,) = blocks(read("docs/quantize.md"), "python")
     namespace: dict = {}
-    exec(example.body.replace("./gemma-4-E2B-it-NVFP4", str(nvfp4_text_export)), namespace)
+    exec(example.body.replace("./gemma-4-E2B-it-NVFP4", str(nvfp4_text_export.out_dir)), namespace)
     assert namespace["info"].vllm_quantization == "modelopt_fp4"

@@ -13,8 +13,9 @@ PAGE = "docs/bench-and-tune.md"
 
 
 def section_commands() -> list[list[str]]:
-    return [shlex.split(line, comments=True)
-            for line in commands(section(read(PAGE), "Is speculation paying right now? (`watch`)"))]
+    found = [shlex.split(line, comments=True)
+             for line in commands(section(read(PAGE), "Is speculation paying right now? (`watch`)"))]
+    return [argv for argv in found if "--help" not in argv]  # the help excerpt is checked in tests/test_docs.py
 
 
 COMMANDS = section_commands()
