@@ -19,13 +19,13 @@ from tests.documented import REPO, ShownOutput, blocks, commands, headings, page
 # Each page that shows specdraft commands or Python examples, and the tests that run them (every command's
 # parsing is checked here).
 RUN_BY = {
-    "README.md": ["tests/test_docs.py", "tests/bench/test_readme.py"],
+    "README.md": ["tests/test_docs.py", "tests/bench/test_docs_bench_tune.py"],
     "docs/launching.md": ["tests/launch/test_docs_launching.py", "tests/planning/test_k_schedule.py"],
     "docs/methods.md": ["tests/planning/test_methods.py"],
-    "docs/gpus-and-nodes.md": ["tests/launch/test_readme_gpus_nodes.py"],
-    "docs/patching.md": ["tests/patching/test_readme.py"],
-    "docs/templates.md": ["tests/templates/test_readme.py"],
-    "docs/bench-and-tune.md": ["tests/bench/test_readme.py", "tests/watch/test_readme.py"],
+    "docs/gpus-and-nodes.md": ["tests/launch/test_docs_gpus_nodes.py"],
+    "docs/patching.md": ["tests/patching/test_docs_patching.py"],
+    "docs/templates.md": ["tests/templates/test_docs_templates.py"],
+    "docs/bench-and-tune.md": ["tests/bench/test_docs_bench_tune.py", "tests/watch/test_docs_watch.py"],
     "docs/quantize.md": ["tests/quantization/test_quantize.py"],
     "docs/proof.md": ["tests/e2e/test_serve.py"],
 }
