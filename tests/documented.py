@@ -56,7 +56,7 @@ def blocks(text: str, language: str | None = None) -> list[Block]:
 
 def commands_in(body: str) -> list[str]:
     """The specdraft command lines of one shell block, continuation lines joined (comments kept)."""
-    joined = re.sub(r"\\\n\s*", " ", body)
+    joined = re.sub(r"\s*\\\n\s*", " ", body)
     return [line.strip() for line in joined.splitlines() if line.strip().startswith(PROGRAM)]
 
 
@@ -67,7 +67,7 @@ def commands(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ShownOutput:
-    """A ```text block right after a ```bash block: what the bash block's last command prints."""
+    """A fenced `text` block right after a fenced `bash` block: what the bash block's last command prints."""
     command: str
     lines: list[str]
 
