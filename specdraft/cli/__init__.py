@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class _Parser(argparse.ArgumentParser):
     """Every parser of the CLI (subcommands inherit the class): help shows the texts without the Markdown
-    backticks that the docstrings and the README share with them."""
+    backticks that the docstrings and the docs pages share with them."""
 
     def format_help(self) -> str:
         return super().format_help().replace("`", "")

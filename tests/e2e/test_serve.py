@@ -1,28 +1,26 @@
-"""`serve_tiny_pair`, through the README's example: a real `vllm serve` of the tiny pair, speculating."""
+"""`serve_tiny_pair`, through the example of docs/proof.md: a real `vllm serve` of the tiny pair, speculating."""
 
 from __future__ import annotations
 
-import re
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.documented import blocks, read
+
 pytestmark = pytest.mark.e2e
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+
+def _documented_example() -> str:
+    (example,) = blocks(read("docs/proof.md"), "python")
+    return example.body
 
 
-def _readme_example() -> str:
-    section = README.read_text().split("## Proving the hotfixes (end-to-end)", 1)[1].split("\n## ", 1)[0]
-    (example,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return example
-
-
-def test_readme_example_serves_the_pair_speculating_and_stops_it(tmp_path):
+def test_the_documented_example_serves_the_pair_speculating_and_stops_it(tmp_path):
     namespace: dict = {}
-    exec(_readme_example().replace("/tmp/my-vllm", str(tmp_path / "my-vllm")), namespace)
+    exec(_documented_example().replace("/tmp/my-vllm", str(tmp_path / "my-vllm")), namespace)
     reply, metrics, served = namespace["reply"], namespace["metrics"], namespace["served"]
     drafted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                   if line.startswith("vllm:spec_decode_num_draft_tokens_total{"))

@@ -210,16 +210,14 @@ def test_the_schedule_says_what_it_does_to_cuda_graphs(tmp_path, release):
     assert plan.serve.flag("--speculative-config").reason.endswith(plan.k_schedule.reason)
 
 
-def test_the_readme_command_runs_on_a_load_test(tmp_path, monkeypatch, capsys):
+def test_the_documented_command_runs_on_a_load_test(tmp_path, monkeypatch, capsys):
     import shlex
-    from pathlib import Path
 
     from specdraft.cli import main
+    from tests.documented import commands, read
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().replace("\\\n", " ")
-    (line,) = [line for line in readme.splitlines() if line.startswith("python -m specdraft launch")
-               and "--from-bench" in line]
-    argv = shlex.split(line)[3:]
+    (line,) = [line for line in commands(read("docs/launching.md")) if "--from-bench" in line]
+    argv = shlex.split(line, comments=True)[3:]
     monkeypatch.chdir(tmp_path)
     load_test(tmp_path, name=argv[argv.index("--from-bench") + 1])
     monkeypatch.setenv("PATH", "/nonexistent")  # no vLLM here: the release is unknown, so one K

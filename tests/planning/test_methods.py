@@ -282,19 +282,16 @@ def test_auto_with_a_bench_acceptance_ranks_by_it(tree, tmp_path):
     assert plan.speculative.method == "ngram_gpu" and plan.speculative.model is None
 
 
-def _readme_commands() -> list[list[str]]:
+def _documented_commands() -> list[list[str]]:
     import shlex
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text[text.index("## Speculative methods and `--method auto`"):]
-    block = section[section.index("```bash") + len("```bash"):]
-    joined = block[: block.index("```")].replace("\\\n", " ")
-    return [shlex.split(line) for line in joined.splitlines() if line.strip().startswith("python -m specdraft")]
+    from tests.documented import commands, read
+
+    return [shlex.split(line, comments=True) for line in commands(read("docs/methods.md"))]
 
 
-@pytest.mark.parametrize("argv", _readme_commands(), ids=lambda argv: " ".join(argv[4:8]))
-def test_the_readme_method_commands_run(argv, capsys):
+@pytest.mark.parametrize("argv", _documented_commands(), ids=lambda argv: " ".join(argv[4:8]))
+def test_the_documented_method_commands_run(argv, capsys):
     from specdraft.cli import main
 
     status = main(argv[3:])

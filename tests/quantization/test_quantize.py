@@ -363,3 +363,25 @@ def test_dry_run_refuses_a_config_json_of_the_wrong_shape(tiny_text_draft, tmp_p
     (tmp_path / "model.safetensors").write_bytes((tiny_text_draft / "model.safetensors").read_bytes())
     code, err = _dry_run(capsys, "--model", tmp_path, "--out", tmp_path / "out", "--calib", "random-tokens")
     assert code == 2 and err.startswith("specdraft: error: ") and "internal error" not in err
+
+
+def test_the_documented_dry_run_plans_on_a_tiny_draft(tiny_text_draft_with_tokenizer, tmp_path, capsys):
+    """docs/quantize.md's `--dry-run` command, with the tiny draft in place of ./gemma-4-E2B-it."""
+    import shlex
+
+    from tests.documented import commands, read
+
+    (line,) = [line for line in commands(read("docs/quantize.md")) if "--dry-run" in line]
+    line = line.replace("--model ./gemma-4-E2B-it ", f"--model {tiny_text_draft_with_tokenizer} ")
+    assert main(shlex.split(line.replace("--out ./", f"--out {tmp_path}/"), comments=True)[3:]) == 0
+    assert "nvfp4" in capsys.readouterr().out.lower()
+
+
+def test_the_documented_python_example_reads_an_export(nvfp4_text_export):
+    """docs/quantize.md's Python example, on a tiny export in place of ./gemma-4-E2B-it-NVFP4."""
+    from tests.documented import blocks, read
+
+    (example,) = blocks(read("docs/quantize.md"), "python")
+    namespace: dict = {}
+    exec(example.body.replace("./gemma-4-E2B-it-NVFP4", str(nvfp4_text_export.out_dir)), namespace)
+    assert namespace["info"].vllm_quantization == "modelopt_fp4"

@@ -1,5 +1,5 @@
 """``specdraft watch`` against a real HTTP server answering with vLLM's /metrics pages (recorded data): output, the
-exit codes of the README's contract (0 pays, 1 attention, 2 unreadable) and never a traceback."""
+exit codes of docs/bench-and-tune.md's contract (0 pays, 1 attention, 2 unreadable) and never a traceback."""
 
 import json
 import os

@@ -1,5 +1,5 @@
-"""Every command in the README's "More GPUs and nodes" section runs: launch against a real release tree,
-cluster status with its ssh nodes reached through this interpreter instead."""
+"""Every command of docs/gpus-and-nodes.md runs: launch against a real release tree, cluster status with its
+ssh nodes reached through this interpreter instead."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import shlex
 import sys
 
 from specdraft.testbed.release_trees import copy_tree, release_tree
-from tests.launch.conftest import REPO
+from tests.documented import commands, read
+
+PAGE = "docs/gpus-and-nodes.md"
 
 
 def _commands() -> list[list[str]]:
-    section = (REPO / "README.md").read_text().split("## More GPUs and nodes", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ")
-    return [shlex.split(line)[3:] for line in block.splitlines() if line.startswith("python -m specdraft ")]
+    return [shlex.split(line, comments=True)[3:] for line in commands(read(PAGE))]
 
 
-def test_the_section_shows_hosts_nodes_ray_docker_and_the_cluster_check():
+def test_the_page_shows_hosts_nodes_ray_docker_and_the_cluster_check():
     words = [" ".join(argv) for argv in _commands()]
     assert sum(w.startswith("launch") for w in words) == 5 and words[-1].startswith("cluster status")
     for wanted in ("--gpus-per-node 8", "--nodes 2", "--multi-node ray", "--docker", "--data-parallel-size 4"):

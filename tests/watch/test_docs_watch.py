@@ -1,23 +1,21 @@
-"""The README's `watch` commands parse with the real parser, and what they promise is in `watch --help`."""
+"""The `watch` commands of docs/bench-and-tune.md parse with the real parser, and what they promise is in
+`watch --help`."""
 
 import argparse
 import shlex
-from pathlib import Path
 
 import pytest
 
 from specdraft.cli import watch
+from tests.documented import commands, read, section
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = "docs/bench-and-tune.md"
 
 
 def section_commands() -> list[list[str]]:
-    text = README.read_text()
-    section = text[text.index("### Is speculation paying right now? (`watch`)"):]
-    block = section[section.index("```bash") + len("```bash"):]
-    block = block[: block.index("```")]
-    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines()
-            if line.strip().startswith("python -m specdraft")]
+    found = [shlex.split(line, comments=True)
+             for line in commands(section(read(PAGE), "Is speculation paying right now? (`watch`)"))]
+    return [argv for argv in found if "--help" not in argv]  # the help excerpt is checked in tests/test_docs.py
 
 
 COMMANDS = section_commands()
@@ -39,7 +37,7 @@ def test_every_command_parses_with_the_real_parser(argv):
     assert parser().parse_args(argv[3:]).run
 
 
-def test_the_help_states_the_exit_codes_the_readme_promises():
+def test_the_help_states_the_exit_codes_the_page_promises():
     text = parser()._subparsers._group_actions[0].choices["watch"].format_help()
     promises = ("--min-acceptance", "--once", "--timeout", "--plan", "Exit codes: 0", "1 attention", "2 the server")
     for promise in promises:

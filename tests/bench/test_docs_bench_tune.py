@@ -1,30 +1,27 @@
-"""The README's "Benchmark and tune" commands: every one parses, and those that need no server run."""
+"""The `bench` and `tune` commands of docs/bench-and-tune.md and the README: every one parses, and those that
+need no server run."""
 
 import argparse
 import importlib
 import shlex
-from pathlib import Path
 
 import pytest
 
 from specdraft.cli import main
+from tests.documented import commands, read
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGES = ("docs/bench-and-tune.md", "README.md")
 
 
 def section_commands() -> list[list[str]]:
-    text = README.read_text()
-    section = text[text.index("## Benchmark and tune"):]
-    block = section[section.index("```bash") + len("```bash"):]
-    block = block[: block.index("```")]
-    joined = block.replace("\\\n", " ")
-    return [shlex.split(line) for line in joined.splitlines() if line.strip().startswith("python -m specdraft")]
+    found = [shlex.split(line, comments=True) for page in PAGES for line in commands(read(page))]
+    return [argv for argv in found if argv[3] in ("bench", "tune")]
 
 
 COMMANDS = section_commands()
 
 
-def test_the_section_shows_bench_and_tune():
+def test_the_pages_show_bench_and_tune():
     assert {argv[3] for argv in COMMANDS} == {"bench", "tune"}
 
 
