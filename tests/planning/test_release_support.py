@@ -15,7 +15,7 @@ TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "relea
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 
