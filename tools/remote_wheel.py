@@ -19,6 +19,7 @@ import bisect
 import hashlib
 import re
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,8 @@ def extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool],
     is how much of the end the first request reads, ``gap`` how far apart two member ranges may be and
     still be read in one request.
     A member whose bytes do not match its CRC-32, or a whole wheel whose sha256 or size differs from
-    the index's, is refused (``UserError``) before anything is returned.
+    the index's, is refused (``UserError``); ``dest`` may then hold the members extracted before it, so
+    extract into a directory that is discarded on failure.
     """
     transfer = Transfer()
     with httpx.Client(timeout=TIMEOUT, follow_redirects=True,
@@ -113,9 +115,9 @@ def extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool],
                     source.prefetch(member_spans(archive, members), gap)
                 for info in members:
                     archive.extract(info, dest)
-        except zipfile.BadZipFile as exc:
-            raise UserError(f"{wheel.filename} from {wheel.url}: {exc}; nothing of it was kept",
-                            hint="run the same command again (a read that went wrong in transit is not cached)") from None
+        except (zipfile.BadZipFile, zlib.error) as exc:  # a CRC-32 that does not match, or a broken stream
+            raise UserError(f"{wheel.filename} from {wheel.url}: {exc}",
+                            hint="run the same command again (a read that went wrong in transit is not kept)") from None
         finally:
             source.close()
     transfer.members = len(members)
