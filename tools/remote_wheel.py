@@ -22,6 +22,7 @@ import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -68,12 +69,7 @@ def find_wheel(project: str, version: str, *, index: str = SIMPLE_INDEX) -> Whee
     """The wheel of ``project==version`` pip would pick on this machine (any of them where none fits:
     the members read here are the same on every platform)."""
     url = index.format(project=project)
-    try:
-        with httpx.Client(timeout=TIMEOUT, follow_redirects=True) as client:
-            files = _get(client, url, headers={"Accept": "application/vnd.pypi.simple.v1+json"}).json()["files"]
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise UserError(f"could not read PyPI's index of {project} at {url}: {exc}",
-                        hint=f"curl -H 'Accept: application/vnd.pypi.simple.v1+json' {url}") from None
+    files = _index_files(url)
     wanted = Version(version)
     wheels: dict[frozenset, WheelFile] = {}
     for entry in files:
@@ -91,6 +87,17 @@ def find_wheel(project: str, version: str, *, index: str = SIMPLE_INDEX) -> Whee
             if tag in tags:
                 return wheel
     return min(wheels.values(), key=lambda wheel: wheel.filename)
+
+
+@lru_cache(maxsize=None)
+def _index_files(url: str) -> tuple[dict, ...]:
+    """The files of one project's index page (read once per process: a test run reads many releases)."""
+    try:
+        with httpx.Client(timeout=TIMEOUT, follow_redirects=True) as client:
+            return tuple(_get(client, url, headers={"Accept": "application/vnd.pypi.simple.v1+json"}).json()["files"])
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        raise UserError(f"could not read PyPI's index at {url}: {exc}",
+                        hint=f"curl -H 'Accept: application/vnd.pypi.simple.v1+json' {url}") from None
 
 
 def extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool], *, spool: Path,

@@ -35,3 +35,12 @@ def test_a_tree_read_by_ranges_holds_the_files_the_wheel_s_record_lists(tmp_path
         assert listed[name] == f"sha256={digest}", name
     # the sources are a few percent of a wheel that is mostly compiled kernels
     assert transfer.ranged and transfer.bytes < wheel.size / 20 and transfer.requests < 20
+
+
+def test_two_runs_that_read_one_release_at_once_leave_one_whole_tree(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: fetch_tree("0.18.1", tmp_path, progress=lambda line: None), range(2)))
+    assert [path.name for path in tmp_path.iterdir()] == ["0.18.1"]
+    assert (tmp_path / "0.18.1/.complete").read_text().startswith("vllm-0.18.1-")

@@ -150,3 +150,8 @@ def test_a_member_whose_bytes_do_not_match_its_crc_is_refused(published, tmp_pat
     with serving(with_wrong_crc(body, member), honours_range=True) as url:
         with pytest.raises(UserError, match=f"CRC-32 for file '{member}'"):
             extract_members(WheelFile("wheel.whl", url, len(body)), tmp_path / "out", is_source, spool=tmp_path)
+
+
+def test_a_release_the_index_does_not_list_is_one_user_error():
+    with pytest.raises(UserError, match="PyPI lists no wheel of packaging==0.0.1"):
+        find_wheel("packaging", "0.0.1")
