@@ -111,6 +111,15 @@ def extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool],
     the index's, is refused (``UserError``); ``dest`` may then hold the members extracted before it, so
     extract into a directory that is discarded on failure.
     """
+    try:
+        return _extract_members(wheel, dest, wanted, spool, tail, gap)
+    except httpx.HTTPError as exc:
+        raise UserError(f"could not read {wheel.filename} from {wheel.url}: {exc}",
+                        hint=f"curl -sI {wheel.url}") from None
+
+
+def _extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool], spool: Path, tail: int,
+                     gap: int) -> Transfer:
     transfer = Transfer()
     with httpx.Client(timeout=TIMEOUT, follow_redirects=True,
                       limits=httpx.Limits(max_connections=PARALLEL)) as client:
@@ -124,7 +133,7 @@ def extract_members(wheel: WheelFile, dest: Path, wanted: Callable[[str], bool],
                     archive.extract(info, dest)
         except (zipfile.BadZipFile, zlib.error) as exc:  # a CRC-32 that does not match, or a broken stream
             raise UserError(f"{wheel.filename} from {wheel.url}: {exc}",
-                            hint="run the same command again (a read that went wrong in transit is not kept)") from None
+                            hint="run the same command again (what went wrong in transit is not kept)") from None
         finally:
             source.close()
     transfer.members = len(members)

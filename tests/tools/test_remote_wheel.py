@@ -155,3 +155,10 @@ def test_a_member_whose_bytes_do_not_match_its_crc_is_refused(published, tmp_pat
 def test_a_release_the_index_does_not_list_is_one_user_error():
     with pytest.raises(UserError, match="PyPI lists no wheel of packaging==0.0.1"):
         find_wheel("packaging", "0.0.1")
+
+
+def test_a_server_that_cannot_be_reached_is_one_user_error(tmp_path):
+    with serving(b"", honours_range=True) as url:
+        pass  # the port is closed again: nothing answers there
+    with pytest.raises(UserError, match="could not read wheel.whl"):
+        extract_members(WheelFile("wheel.whl", url, 100), tmp_path / "out", is_source, spool=tmp_path)
