@@ -1,9 +1,10 @@
 """``--moe-backend`` for an NVFP4 mixture-of-experts target (26B-A4B), per GPU profile and vLLM release.
 
-Per release, ``data/moe_backend.json`` holds what its source says (read by ``tools/release_tables/moe_backend.py``):
-the ``--moe-backend`` choices (the ``MoEBackend`` literal of ``vllm/config/kernel.py``; empty where the flag
-does not exist), the activation Gemma 4's experts pass, and the NVFP4 MoE kernel vLLM picks by itself on each
-profile's GPU (``tools.release_tables.moe_kernels.nvfp4_pick``: SM 9.0 for H100/H200, SM 12.1 for the DGX Spark's GB10).
+Per release, ``data/moe_backend.json`` holds what its source says (read by ``tools/release_tables/moe_backend.py``,
+which does not ship): the ``--moe-backend`` choices (the ``MoEBackend`` literal of ``vllm/config/kernel.py``; empty
+where the flag does not exist), the activation Gemma 4's experts pass, and the NVFP4 MoE kernel vLLM picks by itself
+on each profile's GPU (``tools.release_tables.moe_kernels.nvfp4_pick``: SM 9.0 for H100/H200, SM 12.1 for the DGX
+Spark's GB10).
 
 On SM12x only Marlin (weights dequantized to BF16 in the kernel) is known to give correct NVFP4 MoE output:
 the CUTLASS FP4 grouped GEMMs produced NaN / ``!!!!!`` with Gemma 4 26B-A4B on GB10 (vLLM 0.19, where the
@@ -103,4 +104,3 @@ def choose_moe_backend(target: Checkpoint | None, version: str | None, profile: 
             hint="serve it with a vLLM from 0.19.0 on, which takes --moe-backend marlin"))
     return MoeBackendChoice(value=MARLIN, reason=why, finding=Finding(
         level="ok", check="moe-backend", message=f"--moe-backend {MARLIN}: {why}"))
-
