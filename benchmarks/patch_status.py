@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from specdraft.cache import cache_root  # noqa: E402
-from specdraft.testbed.release_trees import copy_tree, release_tree  # noqa: E402
+from tools.release_trees import copy_tree, release_tree  # noqa: E402
 
 GOAL_S = 1.5
 

@@ -106,7 +106,7 @@ def test_base_commands_run_without_any_extra(base_site, args):
 
 
 def test_cluster_report_runs_without_any_extra(base_site):
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     tree = release_tree("0.26.0", progress=print)
     done = run_base(base_site, "cluster", "report", "--vllm-root", str(tree), "--json")

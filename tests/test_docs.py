@@ -108,7 +108,7 @@ def test_the_readme_shows_what_launch_patch_and_tune_print():
 
 @pytest.mark.parametrize(("page", "shown"), OUTPUTS, ids=[f"{p}:{s.command[18:50]}" for p, s in OUTPUTS])
 def test_every_shown_output_is_an_excerpt_of_the_real_one(page, shown: ShownOutput, tmp_path):
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     command = shown.command
     for placeholder, replacement in PLACEHOLDERS.items():

@@ -50,3 +50,44 @@ def test_built_wheel_ships_the_shape_facts_and_version_data(installed_wheel):
     shape_facts = installed_wheel / "specdraft/checkpoints/data"
     assert (shape_facts / "nvfp4_checkpoints.json").is_file()
     assert len(list((shape_facts / "models").glob("*.json"))) >= 10
+
+
+def _imported_modules(source: str) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_built_wheel_ships_no_tooling(installed_wheel):
+    shipped = {path.relative_to(installed_wheel).as_posix(): path for path in installed_wheel.rglob("*.py")}
+    assert {name.split("/")[0] for name in shipped} == {"specdraft"}
+    reaching_out = {name: sorted(m for m in _imported_modules(path.read_text())
+                                 if m.split(".")[0] in ("tools", "tests")) for name, path in shipped.items()}
+    assert {name: modules for name, modules in reaching_out.items() if modules} == {}
+    assert not [name for name in shipped if name.endswith(("release_trees.py", "remote_wheel.py", "moe_kernels.py"))]
+
+
+def test_the_testbed_ships_only_what_the_demo_imports(installed_wheel):
+    """The shipped testbed modules are exactly those ``launch --demo`` reaches by imports (a module only tests use
+    belongs in tools/testbed)."""
+    testbed = installed_wheel / "specdraft/testbed"
+    reached, todo = set(), ["specdraft.testbed"] + sorted(
+        m for m in _imported_modules((installed_wheel / "specdraft/launch/_demo.py").read_text())
+        if m.startswith("specdraft.testbed"))
+    while todo:
+        module = todo.pop()
+        if module in reached:
+            continue
+        reached.add(module)
+        path = installed_wheel / (module.replace(".", "/") + ".py")
+        path = path if path.is_file() else installed_wheel / module.replace(".", "/") / "__init__.py"
+        todo += [m for m in _imported_modules(path.read_text()) if m.startswith("specdraft.testbed")]
+    shipped = {"specdraft.testbed" + ("" if path.stem == "__init__" else f".{path.stem}")
+               for path in testbed.glob("*.py")}
+    assert shipped == reached

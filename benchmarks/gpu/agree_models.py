@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from specdraft.testbed.tiny import build_tiny_pair
-from specdraft.testbed.tiny_moe import build_tiny_moe
+from tools.testbed.tiny_moe import build_tiny_moe
 
 FILL_STD = 2e-3
 FILL_SEED = 1

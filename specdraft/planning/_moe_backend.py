@@ -1,9 +1,10 @@
 """``--moe-backend`` for an NVFP4 mixture-of-experts target (26B-A4B), per GPU profile and vLLM release.
 
-Per release, ``data/moe_backend.json`` holds what its source says (read by ``read_moe_backend_support``):
-the ``--moe-backend`` choices (the ``MoEBackend`` literal of ``vllm/config/kernel.py``; empty where the flag
-does not exist), the activation Gemma 4's experts pass, and the NVFP4 MoE kernel vLLM picks by itself on each
-profile's GPU (``_moe_kernels.nvfp4_pick``: SM 9.0 for H100/H200, SM 12.1 for the DGX Spark's GB10).
+Per release, ``data/moe_backend.json`` holds what its source says (read by ``tools/release_tables/moe_backend.py``,
+which does not ship): the ``--moe-backend`` choices (the ``MoEBackend`` literal of ``vllm/config/kernel.py``; empty
+where the flag does not exist), the activation Gemma 4's experts pass, and the NVFP4 MoE kernel vLLM picks by itself
+on each profile's GPU (``tools.release_tables.moe_kernels.nvfp4_pick``: SM 9.0 for H100/H200, SM 12.1 for the DGX
+Spark's GB10).
 
 On SM12x only Marlin (weights dequantized to BF16 in the kernel) is known to give correct NVFP4 MoE output:
 the CUTLASS FP4 grouped GEMMs produced NaN / ``!!!!!`` with Gemma 4 26B-A4B on GB10 (vLLM 0.19, where the
@@ -15,17 +16,13 @@ the flag; a release without it is refused.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint
 from specdraft.findings import Finding
 from specdraft.planning._moe import is_moe_target
-from specdraft.planning._moe_kernels import Unreadable, gemma4_moe_activation, nvfp4_pick
-from specdraft.planning._release_support import _expand_literal, _literal_aliases
 from specdraft.planning._release_tables import ReleaseRule, ReleaseTable, data_text
-from specdraft.planning._vllm_flags import _package_dir, _parse
 
 # The compute capability of each GPU profile's card (NVIDIA's CUDA GPU list: H100/H200 9.0, GB10 12.1).
 PROFILE_CAPABILITY = {"dgx-spark": 121, "h100": 90, "h200": 90}
@@ -47,21 +44,6 @@ class MoeBackendSupport(BaseModel):
     gemma4_moe_activation: str
     nvfp4_pick: dict[str, str]
     """``sm<capability>`` -> the NvFp4MoeBackend vLLM picks for a ModelOpt NVFP4 Gemma 4 MoE on that GPU."""
-
-
-def read_moe_backend_support(vllm_root: Path) -> MoeBackendSupport | None:
-    """The facts of the vLLM source tree at ``vllm_root``; None if unreadable."""
-    package = _package_dir(Path(vllm_root))
-    kernel = _parse(package / "config" / "kernel.py")
-    if kernel is None:
-        return None
-    try:
-        picks = {f"sm{cc}": nvfp4_pick(package, cc) for cc in sorted(set(PROFILE_CAPABILITY.values()))}
-        activation = gemma4_moe_activation(package)
-    except Unreadable:
-        return None
-    return MoeBackendSupport(moe_backend_choices=tuple(_expand_literal("MoEBackend", _literal_aliases(kernel))),
-                             gemma4_moe_activation=activation, nvfp4_pick=picks)
 
 
 class MoeBackendRule(ReleaseRule, MoeBackendSupport):
@@ -122,13 +104,3 @@ def choose_moe_backend(target: Checkpoint | None, version: str | None, profile: 
             hint="serve it with a vLLM from 0.19.0 on, which takes --moe-backend marlin"))
     return MoeBackendChoice(value=MARLIN, reason=why, finding=Finding(
         level="ok", check="moe-backend", message=f"--moe-backend {MARLIN}: {why}"))
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    from specdraft.planning._release_support import table_rules
-
-    trees = dict(arg.split("=", 1) for arg in sys.argv[1:])
-    print(json.dumps(table_rules({v: Path(t) for v, t in trees.items()}, read_moe_backend_support), indent=2))

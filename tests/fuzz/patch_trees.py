@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from specdraft.patching import catalog
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 
 RELEASE = "0.26.0"  # every hotfix is pending on it
 _VERSION_TEXTS = ("garbage", "", "1.2.3.4.5.6", "0.26.0+local", "\u0663", "v", "None", "0.26.0 ", "0.26.0\n0.27.0")

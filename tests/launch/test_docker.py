@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("offline_empty_hub")
 
 @pytest.fixture(scope="module")
 def tree():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return release_tree("0.26.0", progress=lambda line: None)
 

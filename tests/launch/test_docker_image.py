@@ -38,7 +38,7 @@ IMAGE_ENV = {**default_environment(), "python_version": IMAGE_PYTHON, "python_fu
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 
@@ -66,7 +66,7 @@ def test_the_patch_requirements_are_specdrafts_own():
 
 
 def test_the_patch_steps_import_only_specdraft_libcst_and_packaging(tmp_path, release):
-    from specdraft.testbed.release_trees import copy_tree
+    from tools.release_trees import copy_tree
 
     tree = copy_tree(release("0.26.0"), tmp_path / "site")
     script = ("import sys, importlib.metadata as md\n"
@@ -96,7 +96,7 @@ def test_the_image_python_is_one_the_release_supports(release, version):
 
 def test_installing_specdraft_with_its_dependencies_would_break_vllm_0_19():
     """Why the entrypoint passes --no-deps: specdraft's transformers pin excludes every version vLLM 0.19 allows."""
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     vllm = {_name(r.name): r.specifier for r in _vllm_requirements(release_tree("0.19.0", progress=lambda _: None))}
     ours = _specdraft_requirements()

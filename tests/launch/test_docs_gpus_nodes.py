@@ -7,7 +7,7 @@ import re
 import shlex
 import sys
 
-from specdraft.testbed.release_trees import copy_tree, release_tree
+from tools.release_trees import copy_tree, release_tree
 from tests.documented import commands, read
 
 PAGE = "docs/gpus-and-nodes.md"

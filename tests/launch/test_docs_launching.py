@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 from tests.documented import commands, read
 
 PAGE = "docs/launching.md"

@@ -12,7 +12,7 @@ TARGET, DRAFT = "google/gemma-4-31B-it", "google/gemma-4-E2B-it"
 
 @pytest.fixture
 def tree_copy(tmp_path):
-    from specdraft.testbed.release_trees import copy_tree, release_tree
+    from tools.release_trees import copy_tree, release_tree
 
     return copy_tree(release_tree("0.26.0", progress=lambda line: None), tmp_path / "site-packages")
 

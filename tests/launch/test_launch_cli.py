@@ -122,7 +122,7 @@ def test_missing_target_is_a_user_error_with_the_next_command(specdraft_cli):
 
 
 def test_without_a_draft_launch_ranks_the_methods_and_prints_why(specdraft_cli):
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     tree = release_tree("0.33.0", progress=lambda line: None)
     args = ("launch", "--target", "google/gemma-4-31B-it", "--profile", "h100", "--vllm-root", str(tree), "--dry-run")
@@ -148,7 +148,7 @@ def test_bad_value_names_the_field(specdraft_cli):
 
 
 def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     tree = release_tree("0.19.0", progress=lambda line: None)
     plan = json.loads(specdraft_cli("launch", "--target", "nvidia/Gemma-4-31B-IT-NVFP4", "--draft", DRAFT,
@@ -161,7 +161,7 @@ def test_vllm_root_plans_against_an_unpacked_release(specdraft_cli):
 
 
 def test_dry_run_on_a_release_that_would_disable_async_scheduling_passes_it_and_says_why(specdraft_cli):
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     tree = str(release_tree("0.26.0", progress=lambda line: None))
     base = ("launch", "--target", TARGET, "--draft", DRAFT, "--vllm-root", tree, "--dry-run")

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 
 TARGET, DRAFT, ASSISTANT = "google/gemma-4-31B-it", "google/gemma-4-E2B-it", "google/gemma-4-31B-it-assistant"
 

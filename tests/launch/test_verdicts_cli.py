@@ -15,7 +15,7 @@ LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_s
 
 @pytest.fixture(scope="module")
 def tree():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: str(release_tree(version, progress=lambda line: None))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.cli import main
-from specdraft.testbed.release_trees import copy_tree, release_tree
+from tools.release_trees import copy_tree, release_tree
 
 # 0.18.1 has no Gemma 4 (not-applicable); 0.33.0 moved is_kv_cache_spec_uniform to kv_cache_planning.
 SUPPORTED_RELEASES = ("0.19.0", "0.22.1", "0.26.0", "0.28.0", "0.31.0", "0.33.0")

@@ -14,7 +14,7 @@ import pytest
 from specdraft.cli import main
 from specdraft.patching import locate, status
 from specdraft.patching.cluster import judge_nodes, node_report
-from specdraft.testbed.release_trees import copy_tree
+from tools.release_trees import copy_tree
 from tests.patching.conftest import REPO
 
 SPECDRAFT_HERE = f"{sys.executable} -m specdraft"

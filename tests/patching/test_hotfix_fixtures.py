@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.patching import Outcome, Status, apply, diff, list_hotfixes, locate, status
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 
 CASES = [
     pytest.param(hotfix, fixture, id=f"{hotfix.id}: {fixture.name}")

@@ -20,7 +20,7 @@ import pytest
 
 from specdraft.patching import Outcome, Status, apply, journal, locate, revert, status
 from specdraft.patching.interruptions import Interrupted
-from specdraft.testbed.release_trees import copy_tree, release_tree
+from tools.release_trees import copy_tree, release_tree
 
 from .conftest import REPO, py_hashes
 

@@ -81,7 +81,7 @@ def test_the_rules_follow_where_the_release_reads_per_layer_configs(release_tree
 
 @pytest.fixture(scope="module")
 def release_trees_all():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 

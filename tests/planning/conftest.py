@@ -62,7 +62,7 @@ RELEASES = ["0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0"
 @pytest.fixture(scope="module")
 def release():
     """Factory: the unpacked sources of a published vLLM release (downloaded once into the cache)."""
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 

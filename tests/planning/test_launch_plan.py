@@ -66,7 +66,7 @@ def test_e_series_target_gets_the_e_template_variant():
 
 
 def test_a_refusing_release_gets_language_model_only_for_a_multimodal_target():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     root = release_tree("0.19.0", progress=lambda line: None)
     plan = build_launch_plan(LaunchRequest(target="nvidia/Gemma-4-31B-IT-NVFP4", draft=DRAFT, vllm_root=root))
@@ -196,7 +196,7 @@ def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_bef
     """With the hybrid KV manager left on (an assistant shares no KV of its own), the plan must still read the
     hotfix statuses: vLLM 0.26.0 cannot start a Gemma 4 assistant without the MTP hotfix."""
     from specdraft.launch import apply_hotfixes
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     root = tmp_path / "site"
     shutil.copytree(release_tree("0.26.0", progress=lambda line: None), root)
@@ -219,7 +219,7 @@ def test_an_mtp_pairing_reads_the_hotfix_statuses_and_applies_the_mtp_hotfix_bef
 def test_a_pair_served_with_the_hybrid_manager_off_needs_the_kv_sharing_hotfixes(tmp_path, draft, extra):
     """The plan turns the manager off for a draft it cannot read, and the user may after --: either way the
     KV-sharing hotfixes matter, and their status is read."""
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     root = tmp_path / "site"
     shutil.copytree(release_tree("0.26.0", progress=lambda line: None), root)

@@ -208,7 +208,7 @@ def test_a_published_speculator_not_on_this_machine_is_judged_by_its_name():
 
 @pytest.fixture(scope="module")
 def tree():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 

@@ -9,8 +9,8 @@ import pytest
 from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._moe import stores_experts_apart
-from specdraft.testbed.release_trees import release_tree
-from specdraft.testbed.tiny_moe import build_tiny_moe
+from tools.release_trees import release_tree
+from tools.testbed.tiny_moe import build_tiny_moe
 
 PREFIX = "gemma4-moe-expert-prefix"
 ASSISTANT = "google/gemma-4-26B-A4B-it-assistant"

@@ -10,7 +10,7 @@ import pytest
 from specdraft.planning import read_vllm_arguments
 from specdraft.planning._nodes import MULTI_NODE_FLAGS, node_commands
 from specdraft.planning._parallelism import TOPOLOGIES, plan_parallelism
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 
 SERVE = ["vllm", "serve", "google/gemma-4-31B-it", "--tensor-parallel-size", "2",

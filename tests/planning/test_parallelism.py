@@ -10,7 +10,7 @@ from specdraft.planning._parallelism import (
 )
 from specdraft.planning._checks import check_draft_tensor_parallel
 from specdraft.planning._speculative import SpeculativeConfig
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 
 TARGET = "google/gemma-4-31B-it"

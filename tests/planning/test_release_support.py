@@ -7,7 +7,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.planning._release_support import read_release_support, release_support, table_rules
+from specdraft.planning._release_support import release_support
+from tools.release_tables import table_rules
+from tools.release_tables.release_support import read_release_support
 from tests.planning.test_async_scheduling import CHECKED, RELEASES
 
 TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "release_support.json").read_text())
@@ -15,7 +17,7 @@ TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "relea
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 
@@ -88,7 +90,8 @@ def test_dflash_speculators_load_from_0_20_0():
 
 
 def test_table_rules_group_consecutive_releases_with_equal_facts(release):
-    rules = table_rules({"0.26.0": release("0.26.0"), "0.27.0": release("0.26.0"), "0.28.0": release("0.28.0")})
+    rules = table_rules({"0.26.0": release("0.26.0"), "0.27.0": release("0.26.0"), "0.28.0": release("0.28.0")},
+                        read_release_support)
     assert [(rule["versions"], rule["read"]) for rule in rules] == [
         (">=0.26.0,<0.28.0", ["0.26.0", "0.27.0"]), (">=0.28.0,<0.29.0", ["0.28.0"])]
     assert rules[1]["kv_cache_dtypes"] == list(release_support("0.28.0").kv_cache_dtypes)

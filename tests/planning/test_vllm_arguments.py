@@ -18,7 +18,7 @@ PLANNED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "-
 
 @pytest.fixture(scope="module")
 def release():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None) / "vllm"
 

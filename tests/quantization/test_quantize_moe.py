@@ -13,7 +13,7 @@ from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._moe_backend import is_nvfp4_moe_target
 from specdraft.quantization import check_quantization, read_quantization
 from specdraft.quantization.quantize import plan_quantization, quantize_draft
-from specdraft.testbed.tiny_moe import MOE_TARGET_CONFIG, build_tiny_moe
+from tools.testbed.tiny_moe import MOE_TARGET_CONFIG, build_tiny_moe
 
 from .test_quantize import tensor_dtypes
 

@@ -113,7 +113,7 @@ def pages(trees) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     for name, page in pages(release_tree).items():
         (DATA / name).write_text(page)

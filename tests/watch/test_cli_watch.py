@@ -13,7 +13,7 @@ import pytest
 
 from specdraft.cli import main
 from specdraft.testbed.processes import free_port
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 from tests.replying_server import replying_server
 from tests.watch.release_metrics import DATA, ENGINES, MODEL, metric_definitions, render_page
 

@@ -7,7 +7,7 @@ import pytest
 
 from specdraft.bench import SpecDecodeCounters
 from specdraft.errors import UserError
-from specdraft.testbed.release_trees import release_tree
+from tools.release_trees import release_tree
 from specdraft.watch import read_metrics
 from tests.watch.release_metrics import DATA, MODEL, RELEASES, metric_definitions, pages
 

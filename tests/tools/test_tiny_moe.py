@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdraft.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
+from tools.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_tiny_moe
 
 
 @pytest.fixture(scope="module")

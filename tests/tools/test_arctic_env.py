@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.errors import UserError
-from specdraft.testbed.arctic_env import arctic_wheel, check_extension
+from tools.testbed.arctic_env import arctic_wheel, check_extension
 
 
 def _wheel(path: Path, members: list[str]) -> Path:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specdraft.testbed.tiny_long import DRAFT_WINDOW, TARGET_WINDOW, build_long_pair
+from tools.testbed.tiny_long import DRAFT_WINDOW, TARGET_WINDOW, build_long_pair
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdraft.testbed.vllm_cpu_pinned import share_identical_files
+from tools.testbed.vllm_cpu_pinned import share_identical_files
 
 
 def _write(root, files):
