@@ -25,7 +25,7 @@ from specdraft.planning._k_costs import ModelledCosts
 from specdraft.planning._model_runner import ModelRunnerChoice
 from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
 
-ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
+ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence", "no-speculation"]
 MAX_K = 8
 """The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
 PIECEWISE_SPEED = 0.73
@@ -103,7 +103,8 @@ class KScheduleDecision(BaseModel):
     """``schedule``: the config carries ``num_speculative_tokens_per_batch_size``; ``single-k``: the release (or
     setup) takes one K, chosen over the measured batch sizes; ``same-k``: every batch size wants the same K;
     ``loses``: no K beats the target alone at any measured batch size; ``unmeasured``: no load test, the plan's
-    K holds for every batch size; ``one-sequence``: ``--max-num-seqs 1``, nothing to schedule."""
+    K holds for every batch size; ``one-sequence``: ``--max-num-seqs 1``, nothing to schedule;
+    ``no-speculation``: the plan serves the target alone, so there is no K."""
     k: int | None
     """The ``num_speculative_tokens`` the config carries (the schedule's largest K); None: the plan's own K."""
     schedule: list[tuple[int, int, int]] | None
@@ -124,6 +125,11 @@ class KScheduleDecision(BaseModel):
         """Whether the server passes a schedule to Model Runner V2 (whose graph capture needs a hotfix in
         0.25.0-0.31.x)."""
         return self.schedule is not None and self.model_runner is not None and self.model_runner.runner == "v2"
+
+
+def no_k_schedule(reason: str) -> KScheduleDecision:
+    """The decision of a plan that serves the target alone (``reason``: why it does)."""
+    return KScheduleDecision(outcome="no-speculation", k=None, schedule=None, reason=f"no K: {reason}")
 
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
