@@ -2,7 +2,7 @@
 the batch sizes a server will see where the release takes a single K.
 
 The load test is a ``specdraft bench`` result of the speculative server at several ``--concurrency`` levels with
-a ``--compare`` baseline (the target served alone, same workload). At each level it gives the acceptance per
+a ``--compare`` baseline (the same plan without speculation, ``launch --method none``, same workload). At each level it gives the acceptance per
 draft position and the measured speedup at the server's K; tune's model ``S(K) = E(K) / (1 + K*c)`` then takes
 the whole measured step time beyond the target's as growing with K (``c = (E(K_s) / S_measured - 1) / K_s``),
 so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. Without
@@ -138,13 +138,13 @@ def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
 
     result = load_result(path)
     again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
-             f"--duration 60 --compare TARGET_ALONE_URL --out {path}")
+             f"--duration 60 --compare BASELINE_URL --out {path}  (BASELINE_URL: the same launch with --method none)")
     if not result.speculative:
         raise UserError(f"--from-bench {path} is a run without speculative decoding: it has no acceptance",
                         hint=f"bench the speculative server: {again}")
     if result.baseline is None:
         raise UserError(f"--from-bench {path} has no baseline: a K per batch size needs the speedup at each level",
-                        hint=f"bench with the target served alone as --compare: {again}")
+                        hint=f"bench with the same plan without speculation as --compare: {again}")
     levels = [_measured_level(path, lv, result.baseline.level(lv.concurrency), again)
               for lv in result.levels if lv.concurrency <= max_num_seqs]
     if not levels:
@@ -264,8 +264,8 @@ def _decide(load: LoadTest | None, *, max_num_seqs: int, version: str | None, me
         return KScheduleDecision(
             outcome="unmeasured", k=None, schedule=None,
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: {why}; to plan a K per batch size, bench the "
-                   f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the "
-                   f"result as --from-bench")
+                   f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare against the same launch "
+                   f"with --method none, and pass the result as --from-bench")
     decision = _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method,
                                    max_k=max_k, data_parallel_size=data_parallel_size, on_v2=on_v2)
     if load is None and modelled.piecewise_only and (decision.outcome != "schedule" or on_v2):

@@ -24,8 +24,10 @@ def section_commands() -> list[list[str]]:
 COMMANDS = section_commands()
 
 
-def test_the_section_shows_bench_and_tune():
-    assert {argv[3] for argv in COMMANDS} == {"bench", "tune"}
+def test_the_section_shows_bench_and_tune_and_the_baseline_they_compare_against():
+    assert {argv[3] for argv in COMMANDS} == {"bench", "tune", "launch"}
+    assert next(argv for argv in COMMANDS if argv[3] == "launch")[4:] == [
+        "--target", "google/gemma-4-31B-it", "--method", "none", "--profile", "h100", "--", "--port", "8001"]
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: " ".join(argv[3:6]))
