@@ -85,6 +85,7 @@ def _parallel_section(plan: LaunchPlan) -> list[str]:
             f"  {'topology':<16} {topology.name}: {topology.nodes} node(s) x {topology.gpus_per_node} GPU(s)"
             + (f", {topology.interconnect}" if topology.interconnect else ""),
             f"  {'sizes':<16} TP {parallel.tensor_parallel_size} x PP {parallel.pipeline_parallel_size} x DP "
-            f"{parallel.data_parallel_size}; draft TP {parallel.draft_tensor_parallel_size}",
+            f"{parallel.data_parallel_size}"
+            + (f"; draft TP {parallel.draft_tensor_parallel_size}" if plan.draft is not None else ""),
             f"  {'KV heads/rank':<16} {heads or 'unknown'}",
             f"  {'memory':<16} per GPU, above"]

@@ -304,7 +304,9 @@ def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draf
     return Finding(level="warning", check="measured-loss",
                    message=message + (f"; its MTP assistant {assistant} measured {assistant_speedup}" if assistant
                                       else ""),
-                   hint=(f"launch --draft {assistant}" if assistant else "serve the target without speculation"))
+                   hint=(f"launch --draft {assistant}" if assistant
+                         else f"serve the target without speculation: specdraft launch --target {shlex.quote(target.ref)} "
+                              "--method none"))
 
 
 def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,

@@ -112,12 +112,27 @@ def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeC
     return speculative.with_k_schedule(k_schedule), k_schedule
 
 
+def _losing_choice(facts: LaunchFacts, speculative: SpeculativeChoice, k_schedule: KScheduleDecision) -> str | None:
+    """Why ``--method auto`` drops the method it ranked fastest (None: it keeps it): at the batch sizes this server
+    will run (a load test, or the shipped step costs per batch size), no K beats the target alone."""
+    if not facts.request.ranks_methods or k_schedule.outcome != "loses":
+        return None
+    drafter = f" with {speculative.config.model}" if speculative.config.model else ""
+    return (f"--method auto: {speculative.resolved_method}{drafter}, the ranking's fastest for one sequence, loses at "
+            f"--max-num-seqs {facts.request.max_num_seqs}: {k_schedule.reason}")
+
+
 def decide(facts: LaunchFacts) -> Decisions:
-    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
+    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes). Without
+    speculation no drafter is loaded: ``facts.draft`` is then left out of every decision (``build_launch_plan``
+    leaves it out of the checks)."""
     request, target, draft = facts.request, facts.target, facts.draft
     parallel = choose_parallel(request, facts)
     off = no_speculation_reason(request, facts.ranking)
     speculative, k_schedule = (None, no_k_schedule(off)) if off is not None else _speculate(facts, parallel)
+    if speculative is not None and (off := _losing_choice(facts, speculative, k_schedule)) is not None:
+        speculative, draft = None, None  # the k_schedule stays: its levels are the evidence
+        parallel = choose_parallel(request, facts.model_copy(update={"draft": None}))
     method = speculative.resolved_method if speculative is not None else NO_SPECULATION
     hybrid = hybrid_kv_reason(target, draft)
 

@@ -28,8 +28,8 @@ def _no_speculation_finding(facts: LaunchFacts, decided: Decisions) -> Finding:
                        hint=f"add --draft {download.draft}: the published {download.method} drafter is predicted "
                             f"{download.predicted_speedup:.2f}x at K = {download.k} (vLLM downloads it)")
     return Finding(level="warning", check="method-auto", message=decided.no_speculation,
-                   hint="pass --draft with a drafter that costs less per token; to measure a method anyway: "
-                        "specdraft launch ... --method METHOD, benched with --compare against this plan's server")
+                   hint="to speculate anyway, name the method (--method METHOD) and bench that server with "
+                        "--compare against this plan's")
 
 
 def _ranking_finding(facts: LaunchFacts) -> Finding | None:

@@ -149,6 +149,8 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     """Inspect, decide, check; never raises for an incompatible pair (that is what findings are for)."""
     facts = gather_facts(request)
     decided = decide(facts)
+    if decided.speculative is None:  # no drafter is loaded, so none is checked or reported
+        facts = facts.model_copy(update={"draft": None})
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     pair = _pair_facts(facts, decided, serve)

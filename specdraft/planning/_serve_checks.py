@@ -201,8 +201,8 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     if schedule.outcome in _K_SCHEDULE_FINDING:
         findings.append(Finding(level=_K_SCHEDULE_FINDING[schedule.outcome], check="k-per-batch-size",
                                 message=schedule.reason))
-    runner = schedule.model_runner
-    if runner is not None and runner.runner is not None:
+    runner = schedule.model_runner  # the speculative server's: none is started without speculation
+    if runner is not None and runner.runner is not None and decided.speculative is not None:
         name = "Model Runner V2" if runner.runner == "v2" else "the V1 model runner"
         findings.append(Finding(level="info", check="model-runner",
                                 message=f"the server starts on {name}: {runner.reason}"))

@@ -109,7 +109,8 @@ class SpeculativeChoice(BaseModel):
 
 def no_speculation_reason(request: LaunchRequest, ranking: MethodRanking | None) -> str | None:
     """Why the plan serves the target alone (None: it speculates): ``--method none``, or a ranking (``--method
-    auto``) in which no candidate's best K is predicted to beat the target alone (tune's ``recommend``, K = 0)."""
+    auto``) in which no candidate's best K is predicted to beat the target alone (tune's ``recommend``, K = 0).
+    The K schedule can still overrule a ranking that pays for one sequence (``_decisions``)."""
     if request.method == NO_SPECULATION:
         return ("--method none: the target alone, the same plan without --speculative-config (the baseline "
                 "specdraft bench --compare measures a speculative server against)")

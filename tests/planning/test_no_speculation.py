@@ -127,3 +127,21 @@ def test_docker_serves_the_target_alone_without_a_speculative_config(tree):
 
     command = docker_command(_plan(tree, target=TARGET_31B, method="none"), image="vllm/vllm-openai:v0.33.0")
     assert "--speculative-config" not in command and TARGET_31B in command
+
+
+def test_auto_whose_fastest_candidate_loses_at_every_measured_batch_size_serves_the_target_alone(tree, tmp_path):
+    """The ranking places candidates for one sequence; a load test of this server at its batch sizes overrules it
+    where no K beats the target alone at any of them (the same K-per-batch-size maths as a given method's)."""
+    from tests.planning.test_k_schedule import load_test
+
+    losing = load_test(tmp_path, speedups={1: 0.45, 4: 0.4})
+    fields = dict(target=TARGET_31B, draft="google/gemma-4-31B-it-assistant", max_num_seqs=4, from_bench=losing)
+    given = _plan(tree, "0.26.0", method="mtp", **fields)
+    auto = _plan(tree, "0.26.0", method="auto", **fields)
+    assert given.speculative is not None and given.k_schedule.outcome == "loses"  # asked for: planned, and warned
+    assert auto.speculative is None and auto.draft is None and "--speculative-config" not in auto.argv
+    assert auto.k_schedule.outcome == "loses" and auto.k_schedule.levels  # the evidence stays in the plan
+    assert auto.no_speculation.startswith("--method auto: mtp with google/gemma-4-31B-it-assistant, the ranking's "
+                                          "fastest for one sequence, loses at --max-num-seqs 4: no K beats")
+    assert {f.check: f.level for f in auto.findings}["method-auto"] == "warning"
+    assert "--disable-hybrid-kv-cache-manager" not in auto.argv and "model-runner" not in {f.check for f in auto.findings}
