@@ -53,7 +53,7 @@ class LaunchRequest(BaseModel):
     """Target checkpoint: local directory or Hugging Face repo id."""
     draft: str | None = None
     """Draft checkpoint (a smaller Gemma 4, an MTP assistant, or an EAGLE-3 / DFlash speculator): local
-    directory or Hugging Face repo id; unset for ngram, ngram_gpu and suffix."""
+    directory or Hugging Face repo id; unset for ngram, ngram_gpu, suffix and none."""
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
     num_speculative_tokens: Annotated[int | None, CliOption(metavar="K")] = Field(default=None, gt=0)

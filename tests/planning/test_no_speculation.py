@@ -145,3 +145,11 @@ def test_auto_whose_fastest_candidate_loses_at_every_measured_batch_size_serves_
                                           "fastest for one sequence, loses at --max-num-seqs 4: no K beats")
     assert {f.check: f.level for f in auto.findings}["method-auto"] == "warning"
     assert "--disable-hybrid-kv-cache-manager" not in auto.argv and "model-runner" not in {f.check for f in auto.findings}
+
+
+def test_method_none_over_two_nodes_gives_each_node_the_target_alone_and_no_hotfix_step(tree):
+    plan = build_launch_plan(LaunchRequest(target=TARGET_31B, method="none", profile="dgx-spark", nodes=2,
+                                           vllm_root=tree("0.26.0")))
+    assert len(plan.nodes) == 2 and plan.speculative is None
+    for node in plan.nodes + plan.container_nodes:
+        assert "--speculative-config" not in node.script and " patch " not in node.script
