@@ -157,11 +157,15 @@ def refusals(document: dict) -> list[dict]:
     return [f for f in document.get("findings", []) if f["level"] == "error"]
 
 
-def forced(argv: list[str], alpha: float | None) -> list[str]:
-    """The argv launch would exec (``exec_argv``), with forced acceptance (alpha None: the target alone)."""
+def baseline(target: Path, *options: str, port: int, serve_args: tuple[str, ...] = ()) -> dict:
+    """The same plan without speculation (``launch --method none``): the target alone, every other flag planned as
+    for the speculative server, which is what its speedup divides by."""
+    return plan(target, None, "--method", "none", *options, port=port, serve_args=serve_args)
+
+
+def forced(argv: list[str], alpha: float) -> list[str]:
+    """The argv launch would exec (``exec_argv``), with forced acceptance alpha."""
     index = argv.index("--speculative-config")
-    if alpha is None:
-        return argv[:index] + argv[index + 2:]
     config = json.loads(argv[index + 1])
     config.update(rejection_sample_method="synthetic",
                   synthetic_acceptance_rates=geometric_rates(alpha, config["num_speculative_tokens"]))

@@ -44,7 +44,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serving import PY, Proof, Timing, forced, plan, refusals, specdraft  # noqa: E402  (beside this script)
+from serving import PY, Proof, Timing, baseline, forced, plan, refusals, specdraft  # noqa: E402  (beside this script)
 
 from specdraft.testbed.processes import ProcessGroups, free_port, healthy  # noqa: E402
 
@@ -75,8 +75,9 @@ def checkpoints(work: Path) -> dict[str, Path]:
 
 
 
-def planned(target: Path, draft: Path, *options: str, port: int) -> dict:
-    document = plan(target, draft, *options, port=port)
+def planned(target: Path, draft: Path | None, *options: str, port: int) -> dict:
+    """The pair's plan (``draft`` None: the same plan without speculation, ``--method none``)."""
+    document = plan(target, draft, *options, port=port) if draft is not None else baseline(target, *options, port=port)
     if refusals(document):
         raise SystemExit(f"launch refused the plan {options}: {refusals(document)}")
     return document
@@ -84,17 +85,18 @@ def planned(target: Path, draft: Path, *options: str, port: int) -> dict:
 
 def tp2(proof: Proof, groups: ProcessGroups, models: dict[str, Path]) -> None:
     """Target alone, E2B draft (draft TP = target TP, vLLM's rule for draft_model) and MTP assistant at TP 2."""
+    alone = planned(models["target"], None, "--gpus-per-node", "2", port=free_port())
+    (proof.out / "plan-tp2-target.json").write_text(json.dumps(alone, indent=2))
+    proof.serve_and_bench(groups, "tp2-target-alone", "tp2-target", alone["exec_argv"],
+                          {"tp": alone["parallel"]["tensor_parallel_size"], "alpha": None, "k": None})
     for draft_role in ("draft", "assistant"):
         document = planned(models["target"], models[draft_role], "--gpus-per-node", "2", port=free_port())
         (proof.out / f"plan-tp2-{draft_role}.json").write_text(json.dumps(document, indent=2))
-        alphas = [None, 0.85, 0.70] if draft_role == "draft" else [0.85, 0.70]
-        for alpha in alphas:
-            name = f"tp2-{draft_role if alpha else 'target'}-{alpha or 'alone'}"
-            graph = f"tp2-{draft_role if alpha else 'target'}"
-            proof.serve_and_bench(groups, name, graph, forced(document["exec_argv"], alpha),
+        for alpha in (0.85, 0.70):
+            proof.serve_and_bench(groups, f"tp2-{draft_role}-{alpha}", f"tp2-{draft_role}",
+                                  forced(document["exec_argv"], alpha),
                                   {"tp": document["parallel"]["tensor_parallel_size"], "alpha": alpha,
-                                   "k": None if alpha is None else
-                                   document["speculative_config"]["num_speculative_tokens"]})
+                                   "k": document["speculative_config"]["num_speculative_tokens"]})
 
 
 def shims(work: Path) -> dict:

@@ -2,8 +2,8 @@
 
 Streams the prompt set (built in, or ``--prompts FILE.jsonl``) at each ``--concurrency`` level, times every
 token, and reads vLLM's speculative-decoding counters from ``/metrics`` before and after each level.
-``--compare OTHER_URL`` runs the same workload against a second server (typically the target without
-speculation) and reports the speedup; ``--compare-results A.json B.json`` compares two saved runs
+``--compare OTHER_URL`` runs the same workload against a second server (the baseline: the same plan without
+speculation, served by ``specdraft launch ... --method none``) and reports the speedup; ``--compare-results A.json B.json`` compares two saved runs
 (A over B) without any server.
 """
 
@@ -70,7 +70,8 @@ def register(subparsers, name: str, help_text: str) -> None:
                              f"{DEFAULT_TIMEOUT_S:g}; /v1/models and /metrics wait at most {QUESTION_TIMEOUT_S:g})")
     compare = parser.add_mutually_exclusive_group()
     compare.add_argument("--compare", metavar="OTHER_URL",
-                         help="also bench this server (e.g. the target without speculation) and report the speedup")
+                         help="also bench this server and report the speedup over it; the baseline is the same plan without "
+                              "speculation: specdraft launch ... --method none")
     compare.add_argument("--compare-results", nargs=2, type=Path, metavar=("A.json", "B.json"),
                          help="speedup of saved run A over saved run B; needs no server")
     parser.add_argument("--compare-model", metavar="NAME",

@@ -1,6 +1,6 @@
 """``specdraft launch``: preflight a draft/target pair, then replace this process with ``vllm serve``.
 
-    specdraft launch --target T [--draft D] [--method auto|...] [--profile dgx-spark|h100|h200] [--dry-run] [--json]
+    specdraft launch --target T [--draft D] [--method auto|none|...] [--profile dgx-spark|h100|h200] [--dry-run] [--json]
                      [--print] [--docker] [-- extra vllm serve args]
     specdraft launch --demo
 
@@ -29,6 +29,7 @@ EPILOG = """examples:
   specdraft launch --target T --draft D --profile h100 --print -- --port 8001
   specdraft launch --target google/gemma-4-31B-it --draft google/gemma-4-31B-it-assistant --method auto --dry-run
   specdraft launch --target T --method ngram_gpu --prompt-lookup-max 4 --dry-run
+  specdraft launch --target T --method none -- --port 8001    (the baseline bench --compare measures against)
   specdraft launch --demo"""
 
 

@@ -50,7 +50,7 @@ def _mount(host: Path, container: str | Path, read_only: bool = False) -> list[s
 def _host_paths(plan: LaunchPlan, with_template: bool = True) -> list[Path]:
     """Local files and directories the serve argv names: they are mounted at the same path (a node's command
     carries the template itself, so a node mounts no template)."""
-    candidates = [plan.request.target, plan.speculative.model or ""]
+    candidates = [plan.request.target, (plan.speculative.model if plan.speculative is not None else None) or ""]
     template = plan.serve.flag("--chat-template")
     if template is not None and with_template:
         candidates.append(template.value or "")

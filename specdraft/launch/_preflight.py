@@ -39,9 +39,14 @@ def apply_hotfixes(plan: LaunchPlan, progress: Progress = print) -> LaunchPlan:
 def render_report(plan: LaunchPlan) -> str:
     """The preflight report: checks, memory, then every flag with its reason and the command."""
     request = plan.request
-    method = plan.speculative.method or "draft_model"
-    proposer = f"draft {plan.speculative.model}" if plan.speculative.model else f"method {method}"
-    lines = [f"specdraft launch: {request.target} + {proposer} on {request.profile}", ""]
+    speculative = plan.speculative
+    if speculative is None:
+        # the speculation (or method-auto) check below says why
+        lines = [f"specdraft launch: {request.target} alone, without speculation, on {request.profile}", ""]
+    else:
+        method = speculative.method or "draft_model"
+        proposer = f"draft {speculative.model}" if speculative.model else f"method {method}"
+        lines = [f"specdraft launch: {request.target} + {proposer} on {request.profile}", ""]
     if plan.method_ranking is not None:
         lines += ["Methods (--method auto, fastest first)", *("  " + line for line in plan.method_ranking.lines()), ""]
     lines.append("Checks")
@@ -80,6 +85,7 @@ def _parallel_section(plan: LaunchPlan) -> list[str]:
             f"  {'topology':<16} {topology.name}: {topology.nodes} node(s) x {topology.gpus_per_node} GPU(s)"
             + (f", {topology.interconnect}" if topology.interconnect else ""),
             f"  {'sizes':<16} TP {parallel.tensor_parallel_size} x PP {parallel.pipeline_parallel_size} x DP "
-            f"{parallel.data_parallel_size}; draft TP {parallel.draft_tensor_parallel_size}",
+            f"{parallel.data_parallel_size}"
+            + (f"; draft TP {parallel.draft_tensor_parallel_size}" if plan.draft is not None else ""),
             f"  {'KV heads/rank':<16} {heads or 'unknown'}",
             f"  {'memory':<16} per GPU, above"]

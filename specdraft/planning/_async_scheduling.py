@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning._release_tables import AsyncSchedulingRule, async_scheduling_table
+from specdraft.planning._methods import NO_SPECULATION
 
 AsyncSchedulingChoice = Literal["auto", "off"]
 AsyncSchedulingOutcome = Literal["enabled", "vllm-default", "opted-out", "given", "refused", "absent",
@@ -59,7 +60,8 @@ def measured_gain() -> str:
 
 def decide_async_scheduling(version: str | None, method: str | None, *, choice: AsyncSchedulingChoice = "auto",
                             distribution: str | None = None, extra_args: Sequence[str] = ()) -> AsyncSchedulingDecision:
-    """The decision for a speculative ``method`` (None: vLLM resolves it to ``draft_model``) on ``version``."""
+    """The decision for a speculative ``method`` (None: vLLM resolves it to ``draft_model``; ``none``: no
+    speculation) on ``version``."""
     given = [arg.split("=", 1)[0] for arg in extra_args if arg.split("=", 1)[0] in (FLAG, OPT_OUT)]
     if given:
         return AsyncSchedulingDecision(outcome="given", flag=None, reason=f"{given[-1]} given after --")
@@ -78,6 +80,9 @@ def decide_async_scheduling(version: str | None, method: str | None, *, choice: 
                                            reason=f"vLLM {version} has no {OPT_OUT}; nothing to pass")
         return AsyncSchedulingDecision(outcome="opted-out", flag=rule.opt_out, vllm_default=rule.default,
                                        reason="opted out with launch --no-async-scheduling: vLLM's own switch")
+    if method == NO_SPECULATION:
+        return AsyncSchedulingDecision(outcome="vllm-default", flag=None,
+                                       reason=f"no speculation: vLLM {version} decides async scheduling itself")
     if (method or "draft_model") != "draft_model":
         return AsyncSchedulingDecision(outcome="vllm-default", flag=None,
                                        reason=f"method {method}: vLLM {version} decides async scheduling itself")

@@ -16,6 +16,7 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
+from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._moe import is_moe_target, stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._release_support import first_release, release_support
@@ -35,7 +36,8 @@ class PairFacts(BaseModel):
 
     target: Checkpoint
     draft: Checkpoint | None
-    speculative: SpeculativeConfig
+    speculative: SpeculativeConfig | None
+    """The config the command passes; None: the target alone (no drafter, so no pairing checks)."""
     tensor_parallel_size: int
     max_model_len: int
     target_quantization: str | None
@@ -57,7 +59,8 @@ class PairFacts(BaseModel):
     def traits(self) -> frozenset[Trait]:
         """The pairing's traits as the hotfixes declare them: what the hotfix check judges and each node checks."""
         return pairing_traits(hybrid_kv_cache_manager_off=self.hybrid_kv_cache_manager_disabled,
-                              method=resolved_method(self.speculative, self.draft),
+                              method=(resolved_method(self.speculative, self.draft) if self.speculative is not None
+                                      else NO_SPECULATION),
                               moe_per_expert_weights=stores_experts_apart(self.target),
                               k_schedule_on_v2=self.k_schedule_on_v2)
     """The GPU's, from the profile; quantization kernels depend on it."""
@@ -301,7 +304,9 @@ def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draf
     return Finding(level="warning", check="measured-loss",
                    message=message + (f"; its MTP assistant {assistant} measured {assistant_speedup}" if assistant
                                       else ""),
-                   hint=(f"launch --draft {assistant}" if assistant else "serve the target without speculation"))
+                   hint=(f"launch --draft {assistant}" if assistant
+                         else f"serve the target without speculation: specdraft launch --target {shlex.quote(target.ref)} "
+                              "--method none"))
 
 
 def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
@@ -374,7 +379,8 @@ def check_quantization(target: Checkpoint, draft: Checkpoint | None, target_flag
                                     message=f"{where} is {given} but the {role} checkpoint has no quantization "
                                             "metadata", hint="drop the quantization override"))
     if not any(f.level in ("warning", "error") for f in findings):
-        parts = [f"{r} {q or 'unquantized'}" for r, q in (("target", target_flag), ("draft", draft_field))]
+        roles = (("target", target_flag),) + ((("draft", draft_field),) if draft is not None else ())
+        parts = [f"{r} {q or 'unquantized'}" for r, q in roles]
         findings.insert(0, _ok("quantization", ", ".join(parts)))
     return findings
 
@@ -462,22 +468,28 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     draft = facts.draft
     if draft is not None:
         findings.append(check_checkpoint("draft", draft))
-    findings.append(check_method(facts.speculative, draft))
-    tip = suggest_mtp_assistant(facts.target, facts.speculative, draft, facts.vllm.version)
-    if tip is not None:
-        findings.append(tip)
-    loss = check_measured_loss(facts.target, facts.speculative, draft, facts.profile, facts.tensor_parallel_size)
-    if loss is not None:
-        findings.append(loss)
+    speculative = facts.speculative
+    # without speculation there is no proposer to check: the method, draft and pairing checks have nothing to judge
+    if speculative is not None:
+        findings.append(check_method(speculative, draft))
+        tip = suggest_mtp_assistant(facts.target, speculative, draft, facts.vllm.version)
+        if tip is not None:
+            findings.append(tip)
+        loss = check_measured_loss(facts.target, speculative, draft, facts.profile, facts.tensor_parallel_size)
+        if loss is not None:
+            findings.append(loss)
     if draft is not None and draft.is_known and facts.target.is_known:
         findings += [check_vocab_size(facts.target, draft), check_special_tokens(facts.target, draft)]
-    findings.append(check_draft_tensor_parallel(facts.speculative, facts.tensor_parallel_size))
+    if speculative is not None:
+        findings.append(check_draft_tensor_parallel(speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled))
     findings.append(check_hotfixes(facts.traits, facts.vllm, facts.hotfix_mode))
-    findings.append(check_multimodal_target(facts.target, facts.speculative, draft, facts.vllm,
-                                            facts.language_model_only))
-    findings += check_quantization(facts.target, draft, facts.target_quantization, facts.speculative.quantization,
+    if speculative is not None:
+        findings.append(check_multimodal_target(facts.target, speculative, draft, facts.vllm,
+                                                facts.language_model_only))
+    findings += check_quantization(facts.target, draft, facts.target_quantization,
+                                   speculative.quantization if speculative is not None else None,
                                    facts.compute_capability)
     findings.append(check_chat_template(facts))
     findings += check_checkpoint_template(facts)

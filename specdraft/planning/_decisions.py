@@ -1,5 +1,9 @@
 """What the plan decides from the facts, before any flag is written: the speculative config (with K per batch
-size), whether the hybrid KV cache manager goes off, the memory flags, the chat template and async scheduling.
+size) or why there is none, whether the hybrid KV cache manager goes off, the memory flags, the chat template and
+async scheduling.
+
+A plan without speculation (``--method none``, or ``--method auto`` where no K pays) decides everything else as a
+speculative plan would, with no drafter: the same memory, KV dtype, attention backend, parallel sizes and template.
 
 Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into serve flags.
 """
@@ -16,13 +20,15 @@ from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide
 from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
 from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache, fa4_available
-from specdraft.planning._k_schedule import MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule
+from specdraft.planning._k_schedule import (MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule,
+                                            no_k_schedule)
+from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
 from specdraft.planning._moe import is_moe_target
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
-from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative
+from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative, no_speculation_reason
 from specdraft.planning._template_choice import TemplateChoice, choose_template
 
 
@@ -30,7 +36,10 @@ class Decisions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     parallel: ParallelPlan
-    speculative: SpeculativeChoice
+    speculative: SpeculativeChoice | None
+    """The speculative config and why; None: the plan serves the target alone (``no_speculation`` says why)."""
+    no_speculation: str | None = None
+    """Why the plan serves the target alone; None when it speculates."""
     hybrid_kv_reason: str | None
     """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on."""
     memory: MemoryChoice
@@ -39,6 +48,11 @@ class Decisions(BaseModel):
     template: TemplateChoice
     async_scheduling: AsyncSchedulingDecision
     k_schedule: KScheduleDecision
+
+    @property
+    def method(self) -> str:
+        """The method the server runs: what vLLM resolves the config to, or ``none`` without speculation."""
+        return self.speculative.resolved_method if self.speculative is not None else NO_SPECULATION
 
 
 def choose_parallel(request: LaunchRequest, facts: LaunchFacts) -> ParallelPlan:
@@ -83,11 +97,11 @@ def _triton_usable(site: Path | None) -> bool | None:
     return (site / "triton").is_dir() if (site / "torch").is_dir() else None
 
 
-def decide(facts: LaunchFacts) -> Decisions:
-    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes)."""
-    request, target, draft = facts.request, facts.target, facts.draft
-    parallel = choose_parallel(request, facts)
-    speculative = choose_speculative(request, draft, parallel.draft_tensor_parallel_size, facts.ranking, target)
+def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeChoice, KScheduleDecision]:
+    """The speculative config with its K (per batch size where a load test or the shipped costs decide one)."""
+    request = facts.request
+    speculative = choose_speculative(request, facts.draft, parallel.draft_tensor_parallel_size, facts.ranking,
+                                     facts.target)
     k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
                                    method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
                                    k_given=request.num_speculative_tokens is not None,
@@ -95,22 +109,47 @@ def decide(facts: LaunchFacts) -> Decisions:
                                                           data_parallel_size_of(request.extra_args)),
                                    modelled=_modelled_costs(request, facts, speculative, parallel),
                                    runner=_model_runner(request, facts, speculative.resolved_method))
-    speculative = speculative.with_k_schedule(k_schedule)
+    return speculative.with_k_schedule(k_schedule), k_schedule
+
+
+def _losing_choice(facts: LaunchFacts, speculative: SpeculativeChoice, k_schedule: KScheduleDecision) -> str | None:
+    """Why ``--method auto`` drops the method it ranked fastest (None: it keeps it): at the batch sizes this server
+    will run (a load test, or the shipped step costs per batch size), no K beats the target alone."""
+    if not facts.request.ranks_methods or k_schedule.outcome != "loses":
+        return None
+    drafter = f" with {speculative.config.model}" if speculative.config.model else ""
+    return (f"--method auto: {speculative.resolved_method}{drafter}, the ranking's fastest for one sequence, loses at "
+            f"--max-num-seqs {facts.request.max_num_seqs}: {k_schedule.reason}")
+
+
+def decide(facts: LaunchFacts) -> Decisions:
+    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes). Without
+    speculation no drafter is loaded: ``facts.draft`` is then left out of every decision (``build_launch_plan``
+    leaves it out of the checks)."""
+    request, target, draft = facts.request, facts.target, facts.draft
+    parallel = choose_parallel(request, facts)
+    off = no_speculation_reason(request, facts.ranking)
+    speculative, k_schedule = (None, no_k_schedule(off)) if off is not None else _speculate(facts, parallel)
+    if speculative is not None and (off := _losing_choice(facts, speculative, k_schedule)) is not None:
+        speculative, draft = None, None  # the k_schedule stays: its levels are the evidence
+        parallel = choose_parallel(request, facts.model_copy(update={"draft": None}))
+    method = speculative.resolved_method if speculative is not None else NO_SPECULATION
     hybrid = hybrid_kv_reason(target, draft)
 
     def memory_at(kv_cache_dtype: str) -> MemoryChoice:
         return choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel,
                              kv_cache_dtype=kv_cache_dtype)
 
-    kv_cache = decide_kv_cache(profile=request.profile, version=facts.vllm.version,
-                               method=speculative.resolved_method, given_dtype=request.kv_cache_dtype,
-                               extra_args=request.extra_args, multimodal_target=target.is_known and target.is_multimodal,
+    kv_cache = decide_kv_cache(profile=request.profile, version=facts.vllm.version, method=method,
+                               given_dtype=request.kv_cache_dtype, extra_args=request.extra_args,
+                               multimodal_target=target.is_known and target.is_multimodal,
                                has_fa4=fa4_available(facts.vllm.root), memory_at=memory_at)
     return Decisions(
-        parallel=parallel, speculative=speculative, hybrid_kv_reason=hybrid, memory=memory_at(kv_cache.dtype),
-        kv_cache=kv_cache,
+        parallel=parallel, speculative=speculative, no_speculation=off, hybrid_kv_reason=hybrid,
+        memory=memory_at(kv_cache.dtype), kv_cache=kv_cache,
         template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
-        async_scheduling=decide_async_scheduling(facts.vllm.version, speculative.config.method,
+        async_scheduling=decide_async_scheduling(facts.vllm.version,
+                                                 speculative.config.method if speculative else NO_SPECULATION,
                                                  choice=request.async_scheduling,
                                                  distribution=facts.vllm.distribution,
                                                  extra_args=request.extra_args),

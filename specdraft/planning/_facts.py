@@ -15,6 +15,7 @@ from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_draf
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
+from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._request import LaunchRequest
@@ -34,7 +35,8 @@ class LaunchFacts(BaseModel):
     request: LaunchRequest
     target: Checkpoint
     draft: Checkpoint | None
-    """None for a method without a draft checkpoint (asked for, or the one ``--method auto`` chose)."""
+    """None for a method without a draft checkpoint (asked for, or the one ``--method auto`` chose) and for a plan
+    without speculation (``--method none``, or ``--method auto`` where nothing pays)."""
     vllm: VllmFacts
     ranking: MethodRanking | None = None
     """``--method auto``'s ranking of the candidate methods."""
@@ -93,9 +95,10 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     if not request.ranks_methods:
         traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
                                 or HYBRID_FLAG in request.extra_args,
+                                # "none" for --method none: a trait-free pairing, no hotfix a drafter needs
                                 method=choose_method(request, draft)[0] or "draft_model",
                                 moe_per_expert_weights=stores_experts_apart(target),
-                                k_schedule_on_v2=request.max_num_seqs > 1)
+                                k_schedule_on_v2=request.max_num_seqs > 1 and request.method != NO_SPECULATION)
         vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
         return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test,
                            api_key_in_environment=_api_key_in_environment())
@@ -105,7 +108,9 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
                            thinking=request.enable_thinking, measured=measured_acceptance(request),
                            vllm_root=vllm.root, published=published)
-    if ranking.ranked and ranking.ranked[0].draft is None:
+    # the draft stays only where the ranking runs it: no drafter is loaded for a draft-less method, nor where no
+    # candidate pays and the plan serves the target alone
+    if ranking.ranked and (ranking.chosen is None or ranking.chosen.draft is None):
         draft = None
     return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test,
                        api_key_in_environment=_api_key_in_environment())

@@ -67,8 +67,10 @@ def data_parallel(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     return _parallel_size("--data-parallel-size", decided.parallel.data_parallel_size, 1, "")
 
 
-def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
+def speculative_config(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     choice = decided.speculative
+    if choice is None:  # the target alone: decided.no_speculation says why, the checks report it
+        return None
     config = choice.config
     if decided.kv_cache.drafter_attention_backend is not None:
         config = config.model_copy(update={"attention_backend": decided.kv_cache.drafter_attention_backend})
@@ -129,7 +131,7 @@ def language_model_only(facts: LaunchFacts, decided: Decisions) -> ServeFlag | N
     """A multimodal target on a release whose draft_model refuses one serves text only."""
     target, vllm = facts.target, facts.vllm
     refused = (target.is_known and target.is_multimodal and vllm.accepts_multimodal_target is False
-               and decided.speculative.resolved_method == "draft_model"
+               and decided.method == "draft_model"
                and LANGUAGE_MODEL_ONLY in vllm.multimodal_workaround)
     if not refused or LANGUAGE_MODEL_ONLY in facts.request.extra_args:
         return None

@@ -2,7 +2,7 @@
 the batch sizes a server will see where the release takes a single K.
 
 The load test is a ``specdraft bench`` result of the speculative server at several ``--concurrency`` levels with
-a ``--compare`` baseline (the target served alone, same workload). At each level it gives the acceptance per
+a ``--compare`` baseline (the same plan without speculation, ``launch --method none``, same workload). At each level it gives the acceptance per
 draft position and the measured speedup at the server's K; tune's model ``S(K) = E(K) / (1 + K*c)`` then takes
 the whole measured step time beyond the target's as growing with K (``c = (E(K_s) / S_measured - 1) / K_s``),
 so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. Without
@@ -25,7 +25,7 @@ from specdraft.planning._k_costs import ModelledCosts
 from specdraft.planning._model_runner import ModelRunnerChoice
 from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
 
-ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence"]
+ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence", "no-speculation"]
 MAX_K = 8
 """The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
 PIECEWISE_SPEED = 0.73
@@ -103,7 +103,8 @@ class KScheduleDecision(BaseModel):
     """``schedule``: the config carries ``num_speculative_tokens_per_batch_size``; ``single-k``: the release (or
     setup) takes one K, chosen over the measured batch sizes; ``same-k``: every batch size wants the same K;
     ``loses``: no K beats the target alone at any measured batch size; ``unmeasured``: no load test, the plan's
-    K holds for every batch size; ``one-sequence``: ``--max-num-seqs 1``, nothing to schedule."""
+    K holds for every batch size; ``one-sequence``: ``--max-num-seqs 1``, nothing to schedule;
+    ``no-speculation``: the plan serves the target alone, so there is no K."""
     k: int | None
     """The ``num_speculative_tokens`` the config carries (the schedule's largest K); None: the plan's own K."""
     schedule: list[tuple[int, int, int]] | None
@@ -126,19 +127,24 @@ class KScheduleDecision(BaseModel):
         return self.schedule is not None and self.model_runner is not None and self.model_runner.runner == "v2"
 
 
+def no_k_schedule(reason: str) -> KScheduleDecision:
+    """The decision of a plan that serves the target alone (``reason``: why it does)."""
+    return KScheduleDecision(outcome="no-speculation", k=None, schedule=None, reason=f"no K: {reason}")
+
+
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
     """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
     from specdraft.bench import load_result  # here: specdraft.bench loads its HTTP client
 
     result = load_result(path)
     again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
-             f"--duration 60 --compare TARGET_ALONE_URL --out {path}")
+             f"--duration 60 --compare BASELINE_URL --out {path}  (BASELINE_URL: the same launch with --method none)")
     if not result.speculative:
         raise UserError(f"--from-bench {path} is a run without speculative decoding: it has no acceptance",
                         hint=f"bench the speculative server: {again}")
     if result.baseline is None:
         raise UserError(f"--from-bench {path} has no baseline: a K per batch size needs the speedup at each level",
-                        hint=f"bench with the target served alone as --compare: {again}")
+                        hint=f"bench with the same plan without speculation as --compare: {again}")
     levels = [_measured_level(path, lv, result.baseline.level(lv.concurrency), again)
               for lv in result.levels if lv.concurrency <= max_num_seqs]
     if not levels:
@@ -258,8 +264,8 @@ def _decide(load: LoadTest | None, *, max_num_seqs: int, version: str | None, me
         return KScheduleDecision(
             outcome="unmeasured", k=None, schedule=None,
             reason=f"K = {plan_k} at every batch size 1-{max_num_seqs}: {why}; to plan a K per batch size, bench the "
-                   f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare TARGET_ALONE_URL and pass the "
-                   f"result as --from-bench")
+                   f"server at --concurrency 1,2,4,...,{max_num_seqs} with --compare against the same launch "
+                   f"with --method none, and pass the result as --from-bench")
     decision = _decide_from_levels(levels, basis, max_num_seqs=max_num_seqs, version=version, method=method,
                                    max_k=max_k, data_parallel_size=data_parallel_size, on_v2=on_v2)
     if load is None and modelled.piecewise_only and (decision.outcome != "schedule" or on_v2):

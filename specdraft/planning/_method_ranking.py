@@ -46,10 +46,16 @@ class RankedMethod(BaseModel):
     method: str
     draft: str | None
     k: int
+    """tune's pick; 0: no K is predicted to beat the target alone (``predicted_speedup`` is then 1.0, serving
+    the target alone)."""
     predicted_speedup: float
     measured_costs: bool
     cost_basis: str
     acceptance_basis: str
+    losing_k: int | None = None
+    """With ``k`` 0: the K tune's model places best, though it does not pay."""
+    losing_speedup: float | None = None
+    """With ``k`` 0: that K's predicted speedup (at most 1.0)."""
 
 
 class TurnedAway(BaseModel):
@@ -97,7 +103,9 @@ class MethodRanking(BaseModel):
 
 def _row_lines(lead: str, row: RankedMethod) -> list[str]:
     drafter = f" with {row.draft}" if row.draft else ""
-    return [f"{lead}{row.method}{drafter}: K = {row.k}, {row.predicted_speedup:.2f}x predicted"
+    pick = (f"no K pays (at best K = {row.losing_k}, {row.losing_speedup:.2f}x predicted)"
+            if row.k == 0 and row.losing_k is not None else f"K = {row.k}, {row.predicted_speedup:.2f}x predicted")
+    return [f"{lead}{row.method}{drafter}: {pick}"
             + ("" if row.measured_costs else " (costs not measured)"),
             f"     costs: {row.cost_basis}",
             f"     acceptance: {row.acceptance_basis}"]
@@ -158,9 +166,12 @@ def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, meas
     else:
         rates, basis = acceptance_for(candidate.method, thinking, max_k)
     rec = recommend(rates, model.cost_ratio, max_k=max_k, overhead=model.overhead, host=model.host)
+    losing = max(rec.table, key=lambda row: row.predicted_speedup) if rec.recommended_k == 0 else None
     return RankedMethod(method=candidate.method, draft=candidate.draft.ref if candidate.draft else None,
                         k=rec.recommended_k, predicted_speedup=round(rec.predicted_speedup, 3),
-                        measured_costs=model.measured, cost_basis=model.basis, acceptance_basis=basis)
+                        measured_costs=model.measured, cost_basis=model.basis, acceptance_basis=basis,
+                        losing_k=losing.k if losing else None,
+                        losing_speedup=round(losing.predicted_speedup, 3) if losing else None)
 
 
 def _notes(target: Checkpoint, shape: Shape | None, profile: str, version: str | None,
@@ -204,6 +215,7 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
             continue
         into.append(_rank(candidate, shape or "31b", profile, thinking, measured or {}, max_k))
     for rows in (ranked, to_download):
-        rows.sort(key=lambda row: (-row.predicted_speedup, not row.measured_costs))
+        # among candidates that do not pay, the least bad first: the one a "no speculation" finding names
+        rows.sort(key=lambda row: (-row.predicted_speedup, -(row.losing_speedup or 0.0), not row.measured_costs))
     return MethodRanking(ranked=ranked, turned_away=turned_away, to_download=to_download,
                          notes=_notes(target, shape, profile, version, support))

@@ -17,6 +17,21 @@ if TYPE_CHECKING:
     from specdraft.planning._facts import LaunchFacts
 
 
+def _no_speculation_finding(facts: LaunchFacts, decided: Decisions) -> Finding:
+    """Why the plan serves the target alone: asked for (info), or no candidate of ``--method auto`` pays
+    (warning, naming the best candidate; and the published drafter predicted to pay, where one is)."""
+    if facts.ranking is None:
+        return Finding(level="info", check="speculation", message=decided.no_speculation)
+    download = facts.ranking.better_download
+    if download is not None:
+        return Finding(level="warning", check="method-auto", message=decided.no_speculation,
+                       hint=f"add --draft {download.draft}: the published {download.method} drafter is predicted "
+                            f"{download.predicted_speedup:.2f}x at K = {download.k} (vLLM downloads it)")
+    return Finding(level="warning", check="method-auto", message=decided.no_speculation,
+                   hint="to speculate anyway, name the method (--method METHOD) and bench that server with "
+                        "--compare against this plan's")
+
+
 def _ranking_finding(facts: LaunchFacts) -> Finding | None:
     ranking = facts.ranking
     if ranking is None:
@@ -54,7 +69,9 @@ def _speculator_findings(facts: LaunchFacts, method: str, version: str | None) -
 
 
 def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
-    """The checks above for the plan's method, in report order."""
+    """The checks above for the plan's method, in report order; without speculation, why there is none."""
+    if decided.speculative is None:
+        return [_no_speculation_finding(facts, decided)]
     method, version = decided.speculative.resolved_method, facts.vllm.version
     support = release_support(version)
     findings = [_ranking_finding(facts), *_speculator_findings(facts, method, version)]

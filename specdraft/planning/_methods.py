@@ -51,6 +51,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(name="suffix", proposer="none", async_scheduling=False, package="arctic_inference"),
 )}
 DRAFTLESS_METHODS = frozenset(name for name, method in METHODS.items() if method.proposer == "none")
+NO_SPECULATION = "none"
+"""``--method none``: the target served alone, the same plan without ``--speculative-config`` (the baseline
+``specdraft bench --compare`` measures a speculative server against)."""
 
 
 def _first(has, what: str) -> str:

@@ -43,8 +43,11 @@ class LaunchPlan(BaseModel):
     """What was asked for."""
     serve: ServePlan
     """The ``vllm serve`` command, every flag with its reason."""
-    speculative: SpeculativeConfig
-    """The object passed as ``--speculative-config``."""
+    speculative: SpeculativeConfig | None
+    """The object passed as ``--speculative-config``; None: the plan serves the target alone."""
+    no_speculation: str | None = None
+    """Why the plan serves the target alone (``--method none``, or ``--method auto`` where no K pays); None when
+    it speculates."""
     findings: list[Finding]
     """Every check's verdict, in report order; an ``error`` blocks the launch."""
     memory: MemoryPlan | None
@@ -85,7 +88,8 @@ class LaunchPlan(BaseModel):
         return {
             "argv": self.argv,
             "command": self.serve.shell_command(),
-            "speculative_config": self.speculative.as_dict(),
+            "speculative_config": self.speculative.as_dict() if self.speculative is not None else None,
+            "no_speculation": self.no_speculation,
             "flags": [flag.model_dump() for flag in self.serve.flags],
             "findings": [finding.model_dump() for finding in self.findings],
             "memory": self.memory.model_dump() if self.memory else None,
@@ -108,7 +112,8 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     quantization = serve.flag("--quantization")
     template = decided.template
     return PairFacts(
-        target=facts.target, draft=facts.draft, speculative=decided.speculative.config,
+        target=facts.target, draft=facts.draft,
+        speculative=decided.speculative.config if decided.speculative is not None else None,
         tensor_parallel_size=decided.parallel.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
@@ -144,13 +149,17 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
     """Inspect, decide, check; never raises for an incompatible pair (that is what findings are for)."""
     facts = gather_facts(request)
     decided = decide(facts)
+    if decided.speculative is None:  # no drafter is loaded, so none is checked or reported
+        facts = facts.model_copy(update={"draft": None})
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
     pair = _pair_facts(facts, decided, serve)
     findings = allow_leaky_template(check_pair(pair) + flag_findings + plan_verdicts(facts, decided)
                                     + method_verdicts(facts, decided), facts, decided)
     return LaunchPlan(
-        request=request, serve=serve, speculative=decided.speculative.config,
+        request=request, serve=serve,
+        speculative=decided.speculative.config if decided.speculative is not None else None,
+        no_speculation=decided.no_speculation,
         findings=findings + plan_findings(facts, decided), memory=decided.memory.plan,
         target=facts.target, draft=facts.draft, method_ranking=facts.ranking, vllm=facts.vllm,
         template=decided.template, async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,

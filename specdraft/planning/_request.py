@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from specdraft.planning._async_scheduling import AsyncSchedulingChoice
 from specdraft.planning._memory import ProfileName
 from specdraft.checkpoints import reference_problem
-from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS
+from specdraft.planning._methods import DRAFTLESS_METHODS, METHODS, NO_SPECULATION
 from specdraft.planning._nodes import MASTER_PORT
 from specdraft.patching.locate import DEFAULT_INTERPRETER
 from specdraft.planning._speculative import METHODS_WITH_DRAFT_MODEL, SpeculativeMethod
@@ -53,16 +53,18 @@ class LaunchRequest(BaseModel):
     """Target checkpoint: local directory or Hugging Face repo id."""
     draft: str | None = None
     """Draft checkpoint (a smaller Gemma 4, an MTP assistant, or an EAGLE-3 / DFlash speculator): local
-    directory or Hugging Face repo id; unset for ngram, ngram_gpu and suffix."""
+    directory or Hugging Face repo id; unset for ngram, ngram_gpu, suffix and none."""
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
     num_speculative_tokens: Annotated[int | None, CliOption(metavar="K")] = Field(default=None, gt=0)
     """Draft tokens per target step; unset: 4 on dgx-spark (2 beside a MoE target), 3 on h100/h200 (measured),
     8 for an MTP assistant there (measured); beside a MoE target there 1 and 4 (measured)."""
-    method: Annotated[SpeculativeMethod | Literal["auto"] | None, CliOption(choices=(*METHODS, "auto"))] = None
+    method: Annotated[SpeculativeMethod | Literal["auto", "none"] | None,
+                      CliOption(choices=(*METHODS, "auto", NO_SPECULATION))] = None
     """Speculative method; auto ranks every method the target, the draft and the release allow by predicted
-    speedup and takes the fastest; unset: the draft's (mtp for an assistant, eagle3/dflash for a speculator,
-    draft_model otherwise), auto without a draft."""
+    speedup and takes the fastest (none where no K is predicted to pay); none serves the target alone, the same
+    plan without --speculative-config (the baseline for bench --compare); unset: the draft's (mtp for an
+    assistant, eagle3/dflash for a speculator, draft_model otherwise), auto without a draft."""
     prompt_lookup_min: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
     """ngram / ngram_gpu: the shortest n-gram matched against the context; unset: vLLM's."""
     prompt_lookup_max: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
@@ -172,10 +174,21 @@ class LaunchRequest(BaseModel):
     @field_validator("method")
     @classmethod
     def _method_is_planned(cls, method: str | None) -> str | None:
-        if method is not None and method != "auto" and method not in METHODS:
+        if method is not None and method not in ("auto", NO_SPECULATION) and method not in METHODS:
             raise ValueError(f"specdraft does not plan method {method!r} for Gemma 4 (choose one of "
-                             f"{', '.join(METHODS)}, or auto)")
+                             f"{', '.join(METHODS)}, auto or {NO_SPECULATION})")
         return method
+
+    @model_validator(mode="after")
+    def _nothing_to_speculate_with(self) -> "LaunchRequest":
+        """``--method none`` plans no speculation: an option that only shapes speculation contradicts it."""
+        if self.method != NO_SPECULATION:
+            return self
+        for name in _SPECULATION_OPTIONS:
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name}: --method none serves the target alone, without speculation; drop "
+                                 f"--{name.replace('_', '-')}, or choose a method")
+        return self
 
     @model_validator(mode="after")
     def _draft_fits_the_method(self) -> "LaunchRequest":
@@ -197,6 +210,12 @@ class LaunchRequest(BaseModel):
     def ranks_methods(self) -> bool:
         """Whether the plan ranks the methods: asked for, or the default with no draft to pick one."""
         return self.method == "auto" or (self.method is None and self.draft is None)
+
+
+_SPECULATION_OPTIONS = ("draft", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max",
+                        "suffix_decoding_max_tree_depth", "acceptance_from", "draft_quantization", "draft_revision",
+                        "draft_tensor_parallel_size", "from_bench")
+"""The request fields that shape only the speculative config (or, for ``from_bench``, its K schedule)."""
 
 
 def _split_hosts(text: str) -> list[str]:

@@ -38,8 +38,9 @@ def let_extra_args_override(flags: list[ServeFlag], extra: list[str]) -> tuple[l
 
 
 def restrict_to_version(flags: list[ServeFlag], vllm: VllmFacts, extra: list[str],
-                        speculative: SpeculativeConfig) -> tuple[list[ServeFlag], list[Finding]]:
-    """Drop flags the installed vLLM does not define; flag unknown extra args and speculative fields."""
+                        speculative: SpeculativeConfig | None) -> tuple[list[ServeFlag], list[Finding]]:
+    """Drop flags the installed vLLM does not define; flag unknown extra args and speculative fields (None: the
+    plan passes no speculative config)."""
     if vllm.serve_flags is None:
         return flags, []
     known = vllm.serve_flags
@@ -51,7 +52,8 @@ def restrict_to_version(flags: list[ServeFlag], vllm: VllmFacts, extra: list[str
     kept = [f for f in flags if is_known(f.name)]
     dropped = [f.name for f in flags if not is_known(f.name)]
     unknown_extra = [name for name in _option_names(extra) if not is_known(name)]
-    unknown_fields = [f for f in speculative.set_fields() if f not in (vllm.speculative_fields or ())]
+    sent = speculative.set_fields() if speculative is not None else []
+    unknown_fields = [f for f in sent if f not in (vllm.speculative_fields or ())]
     findings = []
     if dropped:
         findings.append(Finding(level="warning", check="serve-flags",
@@ -76,7 +78,8 @@ def shape_serve_flags(flags: list[ServeFlag], facts: LaunchFacts,
     """The flags left after the user's ``--`` arguments and the installed vLLM's definitions have their say."""
     extra = facts.request.extra_args
     flags, overridden = let_extra_args_override(flags, extra)
-    flags, undefined = restrict_to_version(flags, facts.vllm, extra, decided.speculative.config)
+    flags, undefined = restrict_to_version(flags, facts.vllm, extra,
+                                           decided.speculative.config if decided.speculative else None)
     return flags, overridden + undefined
 
 
@@ -198,8 +201,8 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     if schedule.outcome in _K_SCHEDULE_FINDING:
         findings.append(Finding(level=_K_SCHEDULE_FINDING[schedule.outcome], check="k-per-batch-size",
                                 message=schedule.reason))
-    runner = schedule.model_runner
-    if runner is not None and runner.runner is not None:
+    runner = schedule.model_runner  # the speculative server's: none is started without speculation
+    if runner is not None and runner.runner is not None and decided.speculative is not None:
         name = "Model Runner V2" if runner.runner == "v2" else "the V1 model runner"
         findings.append(Finding(level="info", check="model-runner",
                                 message=f"the server starts on {name}: {runner.reason}"))

@@ -13,7 +13,7 @@ from specdraft.checkpoints import Checkpoint
 from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._method_ranking import MethodRanking
-from specdraft.planning._methods import DRAFTLESS_METHODS
+from specdraft.planning._methods import DRAFTLESS_METHODS, NO_SPECULATION
 from specdraft.planning._moe import is_moe_target
 from specdraft.planning._release_support import METHOD_OPTION_PREFIXES
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
@@ -105,6 +105,22 @@ class SpeculativeChoice(BaseModel):
         measured = any(level.measured_k is not None for level in decision.levels)
         source = "--from-bench" if measured else "the step costs measured per batch size"
         return self.model_copy(update={"config": config, "k_reason": f"{what} from {source}"})
+
+
+def no_speculation_reason(request: LaunchRequest, ranking: MethodRanking | None) -> str | None:
+    """Why the plan serves the target alone (None: it speculates): ``--method none``, or a ranking (``--method
+    auto``) in which no candidate's best K is predicted to beat the target alone (tune's ``recommend``, K = 0).
+    The K schedule can still overrule a ranking that pays for one sequence (``_decisions``)."""
+    if request.method == NO_SPECULATION:
+        return ("--method none: the target alone, the same plan without --speculative-config (the baseline "
+                "specdraft bench --compare measures a speculative server against)")
+    if not request.ranks_methods or ranking is None or not ranking.ranked or ranking.chosen is not None:
+        return None
+    best = ranking.ranked[0]
+    drafter = f" with {best.draft}" if best.draft else ""
+    return (f"--method auto: no K of the {len(ranking.ranked)} candidate(s) is predicted to beat the target alone; "
+            f"the best, {best.method}{drafter} at K = {best.losing_k}, is predicted {best.losing_speedup:.2f}x"
+            f"{'' if best.measured_costs else ' (costs not measured)'}, so the plan serves the target alone")
 
 
 def _draft_method(request: LaunchRequest, draft: Checkpoint) -> tuple[str | None, str]:

@@ -177,10 +177,12 @@ def parameter_count(checkpoint: Checkpoint) -> int | None:
     return checkpoint.language_model_params or language_model_parameters(checkpoint.config)
 
 
-def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: str, k: int, max_model_len: int,
+def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: str | None, k: int | None,
+                     max_model_len: int,
                      kv_cache_dtype: str, tensor_parallel_size: int, draft_tensor_parallel_size: int,
                      version: str | None, profile: str, gpus: int) -> list[Finding]:
-    """The checks above for one plan, in report order: the pairing, the release, then the values."""
+    """The checks above for one plan, in report order: the pairing, the release, then the values (``method`` and
+    ``k`` None: a plan without speculation, whose method and K are not checked)."""
     support = release_support(version)
     known = [family.display_name for family in FAMILIES]
     # a speculator's family is its verifier's (checked by the speculator checks), not its own config's
@@ -192,13 +194,14 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: st
         findings.append(check_draft_size(target.ref, parameter_count(target), draft.ref, parameter_count(draft)))
     if draft is not None and draft.is_assistant and target.is_known:
         findings.append(check_assistant_target(target.ref, target.config, draft.ref, draft.config))
-    if version is not None:
+    if version is not None and method is not None:
         findings.append(check_release_method(method, draft.model_type if draft is not None else None,
                                              target.architectures, support, version))
-    findings.append(check_num_speculative_tokens(k, support, version))
-    room = check_context_room(max_model_len, k)
-    if room is not None:
-        findings.append(room)
+    if k is not None:
+        findings.append(check_num_speculative_tokens(k, support, version))
+        room = check_context_room(max_model_len, k)
+        if room is not None:
+            findings.append(room)
     findings.append(check_kv_cache_dtype(kv_cache_dtype, support, version))
     findings.append(check_tensor_parallel(tensor_parallel_size, draft_tensor_parallel_size,
                                           target.config, draft.config if draft is not None else None, gpus, profile))
@@ -209,10 +212,12 @@ def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """``release_verdicts`` for a plan: the request's values as decided, against the serving vLLM."""
     from specdraft.planning._checks import resolved_method
 
-    request, config = facts.request, decided.speculative.config
+    request, choice = facts.request, decided.speculative
     moe_backend = choose_moe_backend(facts.target, facts.vllm.version, request.profile)
     return release_verdicts(
-        facts.target, facts.draft, method=resolved_method(config, facts.draft), k=config.num_speculative_tokens,
+        facts.target, facts.draft,
+        method=resolved_method(choice.config, facts.draft) if choice is not None else None,
+        k=choice.config.num_speculative_tokens if choice is not None else None,
         max_model_len=decided.memory.max_model_len, kv_cache_dtype=decided.kv_cache.dtype,
         tensor_parallel_size=decided.parallel.tensor_parallel_size,
         draft_tensor_parallel_size=decided.parallel.draft_tensor_parallel_size,

@@ -88,6 +88,10 @@ def costs_from_plan(path: Path) -> PairCosts:
     try:
         plan = json.loads(Path(path).read_text())
         spec = plan["speculative_config"]
+        if spec is None:  # a plan without speculation (--method none, or auto where no K pays) says why
+            raise UserError(f"--plan {path} serves the target alone, without speculative decoding: there is nothing "
+                            f"to judge ({plan.get('no_speculation') or 'no speculative_config'})",
+                            hint="plan a speculative server with --draft or --method, then watch it")
         target_ref = plan["target"]["ref"]
         profile = (plan.get("memory") or {}).get("profile") or "h100"
         argv = [str(a) for a in plan.get("argv") or []]
@@ -173,7 +177,7 @@ def judge(counters: SpecDecodeCounters | None, costs: PairCosts, *, min_acceptan
     planned, planned_source = costs.predicted(k)
     tuned = recommend(rates, costs.cost_ratio, max_k=max_k, overhead=costs.overhead, host=costs.host)
     flag = (f"--num-speculative-tokens {tuned.recommended_k}" if tuned.speculate
-            else "serve the target alone (no --draft, no --method)")
+            else "serve the target alone (specdraft launch --method none)")
     verdict: Verdict = "pays" if speedup >= 1 + MARGIN else "loses" if speedup <= 1 - MARGIN else "marginal"
     below = length < floor
     reason = (f"mean acceptance length {length:.2f} at K = {k} gives {speedup:.2f}x "

@@ -14,15 +14,19 @@ PAGES = ("docs/bench-and-tune.md", "README.md")
 
 
 def section_commands() -> list[list[str]]:
-    found = [shlex.split(line, comments=True) for page in PAGES for line in commands(read(page))]
-    return [argv for argv in found if argv[3] in ("bench", "tune")]
+    """bench and tune wherever shown, and the baseline's launch on the bench page."""
+    found = [(page, shlex.split(line, comments=True)) for page in PAGES for line in commands(read(page))]
+    return [argv for page, argv in found
+            if argv[3] in ("bench", "tune") or (argv[3] == "launch" and page == PAGES[0])]
 
 
 COMMANDS = section_commands()
 
 
-def test_the_pages_show_bench_and_tune():
-    assert {argv[3] for argv in COMMANDS} == {"bench", "tune"}
+def test_the_pages_show_bench_and_tune_and_the_baseline_they_compare_against():
+    assert {argv[3] for argv in COMMANDS} == {"bench", "tune", "launch"}
+    assert next(argv for argv in COMMANDS if argv[3] == "launch")[4:] == [
+        "--target", "google/gemma-4-31B-it", "--method", "none", "--profile", "h100", "--", "--port", "8001"]
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda argv: " ".join(argv[3:6]))

@@ -82,7 +82,18 @@ def test_forced_acceptance_goes_into_the_planned_speculative_config_only():
     assert json.loads(forced[4]) == {"method": "eagle3", "num_speculative_tokens": 2,
                                      "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.25]}
     assert forced[:4] + forced[5:] == argv[:4] + argv[5:]
-    assert serving.forced(argv, None) == ["python", "-m", "vllm", "--port", "1"]
+
+
+def test_the_baseline_is_the_same_plan_without_speculation(tmp_path):
+    """What a speculative server's speedup divides by is launch's own plan of the target alone (--method none),
+    not the speculative argv with its --speculative-config cut out."""
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    alone = serving.baseline(pair.target, port=8123)
+    assert alone["speculative_config"] is None and "--speculative-config" not in alone["argv"]
+    assert alone["no_speculation"].startswith("--method none")
 
 
 def _tiny_configs(root: Path) -> Path:

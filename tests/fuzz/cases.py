@@ -54,8 +54,8 @@ JINJA_BREAKAGE = (
 )
 # Host lists and addresses for the multi-node options.
 BAD_HOSTS = ("", ",", "a,a", "a", "a,b,c", "a b,c", "a,,b", "-h,x", "x" * 300 + ",y", "a;rm,b", "\u00e9,b", "a\nb,c")
-METHOD_NAMES = ("draft_model", "mtp", "eagle3", "dflash", "ngram", "ngram_gpu", "suffix", "auto", "", "MTP",
-                "medusa", "ngram,mtp")
+METHOD_NAMES = ("draft_model", "mtp", "eagle3", "dflash", "ngram", "ngram_gpu", "suffix", "auto", "none", "", "MTP",
+                "None", "medusa", "ngram,mtp")
 # NAME=COMMAND node specs for `cluster status`; every command is harmless ({case}/report.json is a broken report).
 NODE_SPECS = ("n1=cat {case}/report.json", "n1=/bin/false", "n1=/bin/true", "n1=no-such-program-here", "n1=",
               "=cat", "n1", "n1=sh -c 'unclosed", "n1=cat /dev/null", "n1=cat {case}/binary", "n1=cat {case}/empty",
@@ -335,7 +335,7 @@ def _launch_method_case(rng: random.Random) -> tuple[str, Callable[[Path, Path],
     extra = []
     if rng.random() < 0.5:
         option = rng.choice(["--prompt-lookup-min", "--prompt-lookup-max", "--suffix-decoding-max-tree-depth",
-                             "--num-speculative-tokens", "--max-num-seqs"])
+                             "--num-speculative-tokens", "--max-num-seqs", "--draft-tensor-parallel-size"])
         extra = [option, rng.choice(["1", "3", "8", *BAD_NUMBERS])]
     argv = ["launch", "--hotfixes", "skip", "--vllm-root", "{case}/no-vllm", *rng.choice(_LAUNCH_MODES),
             "--target", "google/gemma-4-31B-it", *draft, "--method", method, *extra]
@@ -443,8 +443,10 @@ def _watch_case(rng: random.Random) -> tuple[str, Callable[[Path, Path], list[st
         value = _number(rng)
         return f"watch {option} {value!r}", _writes({}, ["watch", "--base-url", "http://127.0.0.1:9", option, value])
     if choice == 1:
-        plan = {"speculative_config": {"model": "d", "num_speculative_tokens": 3}, "target": {"ref": "t"},
-                "memory": {"profile": "h100"}, "argv": [], "method_ranking": None}
+        # a speculative plan, or one that serves the target alone (launch --method none)
+        spec = rng.choice([{"model": "d", "num_speculative_tokens": 3}, None])
+        plan = {"speculative_config": spec, "no_speculation": None if spec else "--method none: the target alone",
+                "target": {"ref": "t"}, "memory": {"profile": "h100"}, "argv": [], "method_ranking": None}
         kind, document = _break_json(rng, plan)
         return f"watch --plan with {kind}", _writes({"plan.json": document},
                                                     server + ["--once", "--plan", "{case}/plan.json"])

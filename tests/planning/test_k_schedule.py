@@ -152,7 +152,7 @@ def test_where_no_k_pays_at_any_batch_size_the_plan_keeps_its_k_and_warns(tmp_pa
 def test_without_a_load_test_several_sequences_get_one_k_and_the_way_to_measure_more(release):
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0"), max_num_seqs=8))
     assert plan.k_schedule.outcome == "unmeasured"
-    assert "--concurrency 1,2,4,...,8 with --compare TARGET_ALONE_URL" in plan.k_schedule.reason
+    assert "--concurrency 1,2,4,...,8 with --compare against the same launch with --method none" in plan.k_schedule.reason
     one = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release("0.26.0")))
     assert one.k_schedule.outcome == "one-sequence" and "k-per-batch-size" not in {f.check for f in one.findings}
 

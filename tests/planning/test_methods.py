@@ -299,6 +299,8 @@ def test_the_documented_method_commands_run(argv, capsys):
     assert status == 0
     if "RedHatAI/gemma-4-31B-it-speculator.eagle3" in argv:   # the 31B's speculator beside the 26B
         assert "turned away: eagle3 with RedHatAI/gemma-4-31B-it-speculator.eagle3" in out
+    elif "none" in argv:
+        assert "alone, without speculation" in out and "--speculative-config '" not in out
     else:
         assert ("Methods (--method auto" in out or "method_ranking" in out
                                 or "prompt_lookup_max" in out)
