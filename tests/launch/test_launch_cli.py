@@ -142,7 +142,7 @@ def test_a_draft_for_a_method_without_one_is_a_user_error(specdraft_cli):
 
 def test_method_none_plans_the_target_alone_in_text_and_json(specdraft_cli):
     """The baseline bench --compare measures against: the same plan, no --speculative-config, no drafter."""
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     tree = release_tree("0.33.0", progress=lambda line: None)
     args = ("launch", "--target", "google/gemma-4-31B-it", "--method", "none", "--profile", "h100",

@@ -20,7 +20,7 @@ E2B, ASSISTANT_26B = "google/gemma-4-E2B-it", "google/gemma-4-26B-A4B-it-assista
 
 @pytest.fixture(scope="module")
 def tree():
-    from specdraft.testbed.release_trees import release_tree
+    from tools.release_trees import release_tree
 
     return lambda version: release_tree(version, progress=lambda line: None)
 
