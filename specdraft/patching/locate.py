@@ -9,6 +9,12 @@ from the dist-info that owns the package (the CPU build's distribution is ``vllm
 ``importlib.metadata``), else from
 ``vllm/_version.py``; one that is not a PEP 440 version is refused, since every version range, the
 reinstall command and the docker image tag are built from it.
+
+``interpreter_timeout_s()`` is how long an interpreter given as ``--python`` may take to say where its vLLM
+is: ``SPECDRAFT_PYTHON_TIMEOUT`` seconds, 60 by default (the question imports nothing, so a healthy
+interpreter answers in well under a second; a slow network file system or a container wrapper may need more).
+It runs as its own process group (``specdraft.process_groups.run_bounded``): at the timeout it is stopped with
+whatever it started.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import ast
 import importlib.metadata
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -26,9 +33,11 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
-from specdraft.patching.children import PYTHON_TIMEOUT_VARIABLE, interpreter_timeout_s, run_bounded
+from specdraft.process_groups import run_bounded
 
 PACKAGE = "vllm"
+PYTHON_TIMEOUT_VARIABLE = "SPECDRAFT_PYTHON_TIMEOUT"
+DEFAULT_PYTHON_TIMEOUT_S = 60.0
 DEFAULT_INTERPRETER = "unset: the interpreter behind `vllm` on PATH, else the one running specdraft"
 """What ``--python`` means when not given, for every command that takes it (``locate`` decides it)."""
 
@@ -128,6 +137,21 @@ def python_behind_vllm() -> str | None:
         return named
     beside = Path(script).parent / "python"
     return str(beside) if beside.exists() else None
+
+
+def interpreter_timeout_s() -> float:
+    """Seconds an interpreter behind ``--python`` may take to answer (``SPECDRAFT_PYTHON_TIMEOUT``)."""
+    text = os.environ.get(PYTHON_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PYTHON_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 86400):
+        raise UserError(f"{PYTHON_TIMEOUT_VARIABLE}={text!r} is not a number of seconds from 0 to 86400",
+                        hint=f"unset it, or export {PYTHON_TIMEOUT_VARIABLE}=120")
+    return value
 
 
 def _from_interpreter(typed: str) -> VllmInstall:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from specdraft.process_groups import run_bounded
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
-from specdraft.testbed.processes import run_watched
 from specdraft.testbed.vllm_env import cache_root
 
 ENGINE_RUN = Path(__file__).with_name("engine_run.py")
@@ -63,12 +63,15 @@ def run_engine():
             **more_spec,
         }
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
-        completed = run_watched([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout=timeout)
-        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-        assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
+        done = run_bounded([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout_s=timeout, grace_s=5,
+                           watch_crash_handlers=True)
+        assert not done.crashed, f"{done.crashed}; its output ended: {done.output_tail()}"
+        assert not done.timed_out, f"engine runner did not finish within {timeout} s: {done.output_tail()}"
+        lines = [line for line in done.stdout.decode(errors="replace").splitlines() if line.startswith("RESULT ")]
+        assert lines, f"engine runner printed no result (exit {done.returncode}): {done.output_tail(2000)}"
         result = json.loads(lines[-1][len("RESULT "):])
         # vLLM releases that load the model in a worker process log the cause there, not in the result.
-        result["output_tail"] = (completed.stdout + completed.stderr)[-8000:]
+        result["output_tail"] = done.output_tail(8000)
         summary = {k: result.get(k) for k in ("ok", "error_type", "error", "startup_s", "wall_s", "spec_decode")}
         print(f"\n[engine {label}] {json.dumps(summary)}", flush=True)
         return result
