@@ -97,7 +97,7 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
     if python is not None and vllm_root is not None:
         raise UserError("give either --python or --vllm-root, not both", hint="specdraft patch status --help")
     if vllm_root is not None:
-        return _from_root(Path(vllm_root), source=f"--vllm-root {vllm_root}")
+        return _from_root(vllm_root, source=f"--vllm-root {vllm_root}")
     python = python or python_behind_vllm()
     if python is not None:
         return _from_interpreter(os.fspath(python))
@@ -196,11 +196,13 @@ def _from_interpreter(typed: str) -> VllmInstall:
                    transformers_version=transformers)
 
 
-def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
+def _from_root(root: str | os.PathLike, *, source: str, python: Path | None = None) -> VllmInstall:
+    """The install under ``root``; the messages about ``root`` itself name it as given (``./x`` keeps its ``./``)."""
+    typed, root = root, Path(root)
     if not root.exists():
-        raise UserError(f"path {root} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
+        raise UserError(f"path {typed} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
     if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
-        raise UserError(f"path {root} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
+        raise UserError(f"path {typed} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
     if not (root / PACKAGE / "__init__.py").is_file() and root.name == PACKAGE and (root / "__init__.py").is_file():
         root = root.parent  # given the package directory itself: its parent is the root
     if not (root / PACKAGE / "__init__.py").is_file():
