@@ -317,7 +317,7 @@ def _partial(path: Path) -> Path:
 def check_result_path(path: str | os.PathLike) -> None:
     """``UserError`` (naming ``path`` as given) unless ``save`` can write it: tried the way ``save`` writes, before
     anything is measured."""
-    if os.path.isdir(path):
+    if Path(path).is_dir():
         raise UserError(f"--out {path} is a directory",
                         hint=f"give a file name, e.g. --out {os.path.join(path, 'result.json')}")
     try:

@@ -158,9 +158,9 @@ class _Runs:
     def load(cls, request: TuneRequest) -> "_Runs":
         target_path = request.step_times[1] if request.step_times else request.target_bench
         return cls(
-            speculative=load_result(request.from_bench) if request.from_bench else None,
+            speculative=load_result(request.from_bench) if request.from_bench is not None else None,
             draft_only=load_result(request.step_times[0]) if request.step_times else None,
-            target_only=load_result(target_path) if target_path else None,
+            target_only=load_result(target_path) if target_path is not None else None,
         )
 
 

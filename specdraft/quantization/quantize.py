@@ -140,9 +140,9 @@ class QuantizeResult:
 def check_model_dir(model_dir: str | os.PathLike) -> None:
     """Refuse (``UserError``, naming it as given) a ``--model`` that is not a directory, before anything looks
     inside it."""
-    if os.path.isdir(model_dir):
+    if Path(model_dir).is_dir():
         return
-    what = "is not a directory" if os.path.exists(model_dir) else "does not exist"
+    what = "is not a directory" if Path(model_dir).exists() else "does not exist"
     raise UserError(f"--model {model_dir} {what}",
                     hint="pass the local directory of a Hugging Face Gemma 4 checkpoint (e.g. gemma-4-E2B-it)")
 
