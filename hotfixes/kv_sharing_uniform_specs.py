@@ -34,6 +34,36 @@ if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
     )
 """
 
+# The fixtures' function as vLLM 0.19.0-0.33.0 ship it, and as the fix leaves it.
+_AS_RELEASED = """\
+from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
+
+
+def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups, runner_only_attn_layers=None):
+    layer_to_kv_cache_group = {}
+    for kv_cache_group in kv_cache_groups:
+        for layer_name in kv_cache_group.layer_names:
+            layer_to_kv_cache_group[layer_name] = kv_cache_group
+
+    for layer_name, target_layer_name in shared_kv_cache_layers.items():
+        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
+        tgt_kv_cache_group.layer_names.append(layer_name)
+
+        if runner_only_attn_layers is not None:
+            runner_only_attn_layers.add(layer_name)
+"""
+_AFTER_THE_FIX = _AS_RELEASED.replace("""\
+        tgt_kv_cache_group.layer_names.append(layer_name)
+""", """\
+        tgt_kv_cache_group.layer_names.append(layer_name)
+
+        # specdraft-hotfix: kv-sharing-uniform-specs (shared layers read their target's spec)
+        if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
+            tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
+                tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[target_layer_name]
+            )
+""")
+
 
 def _sets_spec_of_layer(target: cst.AssignTarget) -> bool:
     """``<...>.kv_cache_specs[layer_name] = ...``"""
@@ -107,46 +137,8 @@ class KvSharingUniformSpecs(Hotfix):
             vllm="0.33.0",
             status=Status.PENDING,
             detail="shared layers get no kv_cache_specs entry",
-            before="""\
-from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
-
-
-def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups, runner_only_attn_layers=None):
-    layer_to_kv_cache_group = {}
-    for kv_cache_group in kv_cache_groups:
-        for layer_name in kv_cache_group.layer_names:
-            layer_to_kv_cache_group[layer_name] = kv_cache_group
-
-    for layer_name, target_layer_name in shared_kv_cache_layers.items():
-        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
-        tgt_kv_cache_group.layer_names.append(layer_name)
-
-        if runner_only_attn_layers is not None:
-            runner_only_attn_layers.add(layer_name)
-""",
-            after="""\
-from vllm.v1.kv_cache_interface import KVCacheGroupSpec, UniformTypeKVCacheSpecs
-
-
-def add_kv_sharing_layers_to_kv_cache_groups(shared_kv_cache_layers, kv_cache_groups, runner_only_attn_layers=None):
-    layer_to_kv_cache_group = {}
-    for kv_cache_group in kv_cache_groups:
-        for layer_name in kv_cache_group.layer_names:
-            layer_to_kv_cache_group[layer_name] = kv_cache_group
-
-    for layer_name, target_layer_name in shared_kv_cache_layers.items():
-        tgt_kv_cache_group = layer_to_kv_cache_group[target_layer_name]
-        tgt_kv_cache_group.layer_names.append(layer_name)
-
-        # specdraft-hotfix: kv-sharing-uniform-specs (shared layers read their target's spec)
-        if isinstance(tgt_kv_cache_group.kv_cache_spec, UniformTypeKVCacheSpecs):
-            tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[layer_name] = (
-                tgt_kv_cache_group.kv_cache_spec.kv_cache_specs[target_layer_name]
-            )
-
-        if runner_only_attn_layers is not None:
-            runner_only_attn_layers.add(layer_name)
-""",
+            before=_AS_RELEASED,
+            after=_AFTER_THE_FIX,
         ),
         Fixture(
             name="upstream sets the shared layer's spec itself",

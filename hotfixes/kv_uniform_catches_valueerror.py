@@ -103,6 +103,32 @@ _MERGE_RAISES_RUNTIME_ERROR = _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS.replace(
     "if not all(isinstance(spec, FullAttentionSpec) for spec in specs):\n            raise RuntimeError('mixed specs')",
 )
 
+# The fixtures' function as vLLM 0.19.0-0.33.0 ship it, and the shape of an upstream fix.
+_AS_RELEASED = """\
+def is_kv_cache_spec_uniform(kv_cache_spec):
+    if not kv_cache_spec:
+        return True
+    try:
+        kv_cache_spec_values = list(kv_cache_spec.values())
+        _ = kv_cache_spec_values[0].merge(kv_cache_spec_values)
+    except AssertionError:
+        return False
+    return True
+"""
+_AFTER_THE_FIX = _AS_RELEASED.replace("    except AssertionError:\n", """\
+    # specdraft-hotfix: kv-uniform-catches-valueerror (different windows are not uniform)
+    except (AssertionError, ValueError):
+""")
+_UPSTREAM_CATCHES_EVERYTHING = """\
+def is_kv_cache_spec_uniform(kv_cache_spec):
+    try:
+        specs = list(kv_cache_spec.values())
+        specs[0].merge(specs)
+    except Exception:
+        return False
+    return True
+"""
+
 
 class KvUniformCatchesValueError(Hotfix):
     id = "kv-uniform-catches-valueerror"
@@ -173,29 +199,8 @@ class KvUniformCatchesValueError(Hotfix):
             vllm="0.33.0",
             status=Status.PENDING,
             detail="`except AssertionError:` lets ValueError escape",
-            before="""\
-def is_kv_cache_spec_uniform(kv_cache_spec):
-    if not kv_cache_spec:
-        return True
-    try:
-        kv_cache_spec_values = list(kv_cache_spec.values())
-        _ = kv_cache_spec_values[0].merge(kv_cache_spec_values)
-    except AssertionError:
-        return False
-    return True
-""",
-            after="""\
-def is_kv_cache_spec_uniform(kv_cache_spec):
-    if not kv_cache_spec:
-        return True
-    try:
-        kv_cache_spec_values = list(kv_cache_spec.values())
-        _ = kv_cache_spec_values[0].merge(kv_cache_spec_values)
-    # specdraft-hotfix: kv-uniform-catches-valueerror (different windows are not uniform)
-    except (AssertionError, ValueError):
-        return False
-    return True
-""",
+            before=_AS_RELEASED,
+            after=_AFTER_THE_FIX,
         ),
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
@@ -219,15 +224,7 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
             vllm="0.33.0",
             status=Status.FIXED_UPSTREAM,
             detail="every exception merge raises (AssertionError, ValueError) answers False",
-            before="""\
-def is_kv_cache_spec_uniform(kv_cache_spec):
-    try:
-        specs = list(kv_cache_spec.values())
-        specs[0].merge(specs)
-    except Exception:
-        return False
-    return True
-""",
+            before=_UPSTREAM_CATCHES_EVERYTHING,
         ),
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
@@ -235,15 +232,7 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
             vllm="0.33.0",
             status=Status.DRIFTED,
             detail="expected the only handler to be `except AssertionError: return False`",
-            before="""\
-def is_kv_cache_spec_uniform(kv_cache_spec):
-    try:
-        specs = list(kv_cache_spec.values())
-        specs[0].merge(specs)
-    except (AssertionError, RuntimeError):
-        return False
-    return True
-""",
+            before=_UPSTREAM_CATCHES_EVERYTHING.replace("except Exception:", "except (AssertionError, RuntimeError):"),
         ),
         Fixture(
             context={_INTERFACE: _MERGE_RAISES_ASSERTION_AND_VALUE_ERRORS},
@@ -263,14 +252,6 @@ def is_kv_cache_spec_uniform(kv_cache_spec):
             status=Status.DRIFTED,
             detail=("merge now raises RuntimeError (as vllm PR 55187 proposes), which this fix would not catch: "
                     "review it"),
-            before="""\
-def is_kv_cache_spec_uniform(kv_cache_spec):
-    try:
-        kv_cache_spec_values = list(kv_cache_spec.values())
-        _ = kv_cache_spec_values[0].merge(kv_cache_spec_values)
-    except AssertionError:
-        return False
-    return True
-""",
+            before=_AS_RELEASED,
         ),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,16 +11,15 @@ from specdraft.errors import UserError
 from specdraft.paths import refuse_special_file
 
 
-def read_jsonl(path: Path, *, what: str, hint: str) -> list[tuple[int, Any]]:
+def read_jsonl(path: str | os.PathLike, *, what: str, hint: str) -> list[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of ``path``.
 
-    ``UserError`` (naming ``what``, the file and, for a bad line, its number; ``hint`` is the next step) for a
-    missing or unreadable file, one that is not UTF-8 text, or a line that is not JSON.
+    ``UserError`` (naming ``what``, the file as given and, for a bad line, its number; ``hint`` is the next step)
+    for a missing or unreadable file, one that is not UTF-8 text, or a line that is not JSON.
     """
-    path = Path(path)
     refuse_special_file(path, what=what, hint=hint)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{what} {path} does not exist", hint=hint) from None
     except UnicodeDecodeError:

@@ -19,7 +19,7 @@ def expand_user(value: str | Path, *, option: str) -> Path:
                         hint="give the path without '~', e.g. an absolute path") from None
 
 
-def refuse_special_file(path: Path, *, what: str, hint: str) -> None:
+def refuse_special_file(path: str | os.PathLike, *, what: str, hint: str) -> None:
     """Refuse ``path`` when it exists and is not a regular file: a FIFO waits for a writer that may never come, a
     device may never end. Raises nothing for a missing path (its reader says so in its own words)."""
     try:

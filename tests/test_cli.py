@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -94,3 +96,35 @@ def test_launch_patch_and_cluster_share_one_python_default():
     said = DEFAULT_INTERPRETER.replace("`", "")
     for words in (("launch",), ("patch", "status"), ("patch", "apply"), ("cluster", "report")):
         assert said in " ".join(run(*words, "--help").stdout.split()), words
+
+
+LAUNCH = ["launch", "--dry-run", "--target", "google/gemma-4-31B-it", "--draft", "google/gemma-4-E2B-it"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["bench", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--prompts", "./missing.jsonl"],
+     "prompt file ./missing.jsonl does not exist"),
+    (["bench", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", "./a-dir"], "--out ./a-dir is a directory"),
+    (["bench", "--compare-results", "./a.json", "./b.json"], "bench result ./a.json does not exist"),
+    (["tune", "--from-bench", "./missing.json"], "bench result ./missing.json does not exist"),
+    (["tune", "--per-position-acceptance", "0.8", "--step-times", "./draft.json", "./target.json"],
+     "bench result ./draft.json does not exist"),
+    (["tune", "--per-position-acceptance", "0.8", "--fit-steps", "./k2.json", "./k4.json", "--target-bench",
+      "./target.json"], "bench result ./target.json does not exist"),
+    (["watch", "--base-url", "http://127.0.0.1:9", "--plan", "./missing.json"], "--plan ./missing.json does not exist"),
+    (["template", "check", "./missing.jinja"], "cannot read ./missing.jinja: No such file or directory"),
+    (["template", "check", "./a-dir"], "chat template ./a-dir is a directory, not a file"),
+    (["patch", "status", "--vllm-root", "./missing"], "path ./missing does not exist"),
+    ([*LAUNCH, "--chat-template", "./missing.jinja"], "--chat-template ./missing.jinja: no such file"),
+    ([*LAUNCH, "--from-bench", "./missing.json"], "bench result ./missing.json does not exist"),
+], ids=["bench --prompts", "bench --out", "bench --compare-results", "tune --from-bench", "tune --step-times",
+        "tune --target-bench", "watch --plan", "template check", "template check of a directory",
+        "patch --vllm-root", "launch --chat-template", "launch --from-bench"])
+def test_a_path_argument_is_named_as_typed(tmp_path, monkeypatch, capsys, argv, said):
+    # argparse's type=Path would turn ./x into x: the user could not find what the message names
+    from specdraft.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-dir").mkdir()
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[0] == f"specdraft: error: {said}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -313,25 +314,26 @@ def _partial(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
-def check_result_path(path: Path) -> None:
-    """``UserError`` unless ``save`` can write ``path``: tried the way ``save`` writes, before anything is measured."""
-    path = Path(path)
-    if path.is_dir():
-        raise UserError(f"--out {path} is a directory", hint=f"give a file name, e.g. --out {path / 'result.json'}")
+def check_result_path(path: str | os.PathLike) -> None:
+    """``UserError`` (naming ``path`` as given) unless ``save`` can write it: tried the way ``save`` writes, before
+    anything is measured."""
+    if Path(path).is_dir():
+        raise UserError(f"--out {path} is a directory",
+                        hint=f"give a file name, e.g. --out {os.path.join(path, 'result.json')}")
     try:
-        _partial(path).touch()
-        _partial(path).unlink()
+        _partial(Path(path)).touch()
+        _partial(Path(path)).unlink()
     except OSError as err:
         raise UserError(f"cannot write the result to {path}: {err.strerror or err}",
                         hint="pass --out a path in an existing, writable directory") from None
 
 
-def load_result(path: Path) -> BenchResult:
-    """Read a result written by ``specdraft bench --out``; ``UserError`` if it is missing or not one."""
-    path = Path(path)
+def load_result(path: str | os.PathLike) -> BenchResult:
+    """Read a result written by ``specdraft bench --out``; ``UserError`` (naming ``path`` as given) if it is
+    missing or not one."""
     refuse_special_file(path, what="bench result", hint="pass a file written by specdraft bench --out")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise UserError(f"bench result {path} does not exist",
                         hint="write one with: python -m specdraft bench --base-url URL --model NAME --out RESULT.json") from None

@@ -54,14 +54,15 @@ class TuneRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    from_bench: Path | None = None
+    # str | Path: a path kept as the user typed it (``./x`` keeps its ``./``), which the messages name
+    from_bench: str | Path | None = None
     """A bench result of the speculative server: its measured acceptance."""
     per_position_acceptance: tuple[float, ...] | None = None
     """vLLM's unconditional acceptance per draft position."""
     cost_ratio: float | None = None
-    step_times: tuple[Path, Path] | None = None
+    step_times: tuple[str | Path, str | Path] | None = None
     """Bench results of the draft and of the target, each served alone (same workload)."""
-    fit_steps: tuple[Path, ...] | None = None
+    fit_steps: tuple[str | Path, ...] | None = None
     """Bench results of speculative runs at two or more K: c and o fitted to their step times."""
     shapes: tuple[str, str] | None = None
     """(target, draft) checkpoints: c estimated from bytes read per token."""
@@ -80,7 +81,7 @@ class TuneRequest(BaseModel):
     """A ``known_batch_step_costs()`` entry: c and o fitted at one batch size (``concurrency``, else the smallest),
     and with ``schedule`` the best K at each of its batch sizes."""
     target_step_ms: float | None = None
-    target_bench: Path | None = None
+    target_bench: str | Path | None = None
     """A bench result of the target served alone: its step time."""
     concurrency: int | None = Field(default=None, ge=1)
     """Use the bench results at this level (default: acceptance pooled, step times at the lowest level)."""
@@ -157,9 +158,9 @@ class _Runs:
     def load(cls, request: TuneRequest) -> "_Runs":
         target_path = request.step_times[1] if request.step_times else request.target_bench
         return cls(
-            speculative=load_result(request.from_bench) if request.from_bench else None,
+            speculative=load_result(request.from_bench) if request.from_bench is not None else None,
             draft_only=load_result(request.step_times[0]) if request.step_times else None,
-            target_only=load_result(target_path) if target_path else None,
+            target_only=load_result(target_path) if target_path is not None else None,
         )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from specdraft.bench import (
     BUILTIN_PROMPTS,
@@ -48,7 +47,7 @@ def register(subparsers, name: str, help_text: str) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-url", help="the server to bench, e.g. http://localhost:8000")
     parser.add_argument("--model", help="model name as the server serves it (see its /v1/models)")
-    parser.add_argument("--prompts", type=Path, metavar="FILE.jsonl",
+    parser.add_argument("--prompts", metavar="FILE.jsonl",
                         help='one {"prompt": "..."}, {"prompt": [token ids]} or {"messages": [...]} per line '
                              "(default: a built-in set)")
     parser.add_argument("--concurrency", type=_int_list, default=[1], metavar="N[,N...]",
@@ -72,11 +71,11 @@ def register(subparsers, name: str, help_text: str) -> None:
     compare.add_argument("--compare", metavar="OTHER_URL",
                          help="also bench this server and report the speedup over it; the baseline is the same plan without "
                               "speculation: specdraft launch ... --method none")
-    compare.add_argument("--compare-results", nargs=2, type=Path, metavar=("A.json", "B.json"),
+    compare.add_argument("--compare-results", nargs=2, metavar=("A.json", "B.json"),
                          help="speedup of saved run A over saved run B; needs no server")
     parser.add_argument("--compare-model", metavar="NAME",
                         help="model name on the --compare server (default: --model, or the one it serves)")
-    parser.add_argument("--out", type=Path, metavar="RESULT.json", help="write the result as JSON")
+    parser.add_argument("--out", metavar="RESULT.json", help="write the result as JSON")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.set_defaults(run=run)
 

@@ -11,7 +11,6 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 
 from specdraft.errors import ExitCode, UserError
 from specdraft.quantization.calibration import check_calibration_source
@@ -25,8 +24,9 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
         description="Make an NVFP4 / FP8 Gemma 4 draft with NVIDIA ModelOpt (needs the quantize extra). The model is "
                     "checked before it is loaded; --out is written only once the export reads back correctly.",
     )
-    parser.add_argument("--model", required=True, type=Path, help="BF16 Gemma 4 checkpoint directory (e.g. gemma-4-E2B-it)")
-    parser.add_argument("--out", required=True, type=Path, help="new directory for the quantized draft")
+    # paths stay as typed (not type=Path, which drops a leading ./), so that messages show them that way
+    parser.add_argument("--model", required=True, help="BF16 Gemma 4 checkpoint directory (e.g. gemma-4-E2B-it)")
+    parser.add_argument("--out", required=True, help="new directory for the quantized draft")
     parser.add_argument("--scheme", choices=list(SCHEME_PRESETS), default="nvfp4",
                         help="nvfp4: FP4 weights+activations (Blackwell); nvfp4-a16: FP4 weights only; "
                              "fp8: FP8 weights+activations (Hopper/Ada/Blackwell). Default: nvfp4")
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     plan = plan_quantization(args.model, args.scheme, extra_exclusions=tuple(args.exclude), device=device,
                              text_only=args.text_only, moe_prefix=args.moe_prefix)
     plan_view = {
-        "model": str(plan.model_dir), "architecture": plan.architecture,
+        "model": args.model, "architecture": plan.architecture,
         "output_architecture": plan.output_architecture, "scheme": plan.scheme,
         "parameters": plan.parameters, "required_gib": round(plan.required_bytes / 1024**3, 2),
         "available_gib": round(plan.available_bytes / 1024**3, 2), "device": plan.device,
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         if args.json:
             print(json.dumps({"plan": plan_view}, indent=2))
         else:
-            print(f"would quantize {plan.model_dir} ({plan.architecture}, {_count(plan.parameters)} parameters) "
+            print(f"would quantize {args.model} ({plan.architecture}, {_count(plan.parameters)} parameters) "
                   f"to a {plan.scheme} {plan.output_architecture} on {plan.device}: needs ~{plan_view['required_gib']} GiB, "
                   f"{plan_view['available_gib']} GiB available")
             print(f"kept in BF16: {', '.join(plan.exclusions)}")
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     info = result.info
     if args.json:
         print(json.dumps({
-            "plan": plan_view, "out": str(result.out_dir), "modelopt_version": result.modelopt_version,
+            "plan": plan_view, "out": args.out, "modelopt_version": result.modelopt_version,
             "calibration": {"sequences": result.calibration_sequences, "tokens": result.calibration_tokens},
             "seconds": {k: round(v, 2) for k, v in result.seconds.items()},
             "quantization": info.model_dump(mode="json", exclude={"raw", "legacy_file", "quantized_modules"}),
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             "kept_in_bf16": result.kept_in_bf16,
         }, indent=2))
     else:
-        print(f"wrote {result.out_dir}: {info.scheme} (ModelOpt {result.modelopt_version}, quant_algo {info.quant_algo}, "
+        print(f"wrote {args.out}: {info.scheme} (ModelOpt {result.modelopt_version}, quant_algo {info.quant_algo}, "
               f"group {info.group_size}), {len(info.quantized_modules)} modules quantized, "
               f"{result.seconds['total']:.1f}s")
         print(f"serve it with --quantization {info.vllm_quantization} "

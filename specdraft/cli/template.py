@@ -78,9 +78,9 @@ def run_check(args: argparse.Namespace) -> ExitCode:
     from specdraft.templates.check import detect_variant
     from specdraft.templates.reference import ReferenceSourceError, compare_to_reference
 
-    file = Path(args.file)
+    file = args.file  # as typed (``./x`` keeps its ``./``): every message names it so
     source = _read_template(file)
-    reference_path, reference = _read_reference(Path(args.reference)) if args.reference else (None, None)
+    reference_path, reference = _read_reference(args.reference) if args.reference else (None, None)
     try:
         variant = args.variant or detect_variant(source)
         if reference is None:
@@ -94,7 +94,7 @@ def run_check(args: argparse.Namespace) -> ExitCode:
         raise _syntax_error(file, err) from None
     detected = "" if args.variant else " (detected; pass --variant to choose)"
     if args.json:
-        report = {"file": str(file), "variant": variant, "ok": not findings, "findings": [f.to_dict() for f in findings]}
+        report = {"file": file, "variant": variant, "ok": not findings, "findings": [f.to_dict() for f in findings]}
         if reference_path is not None:
             report["reference"] = {"file": str(reference_path), "findings": [f.to_dict() for f in reference_findings]}
         print(json.dumps(report, indent=2))
@@ -116,20 +116,22 @@ def run_check(args: argparse.Namespace) -> ExitCode:
     return ExitCode.ATTENTION if findings else ExitCode.OK
 
 
-def _read_template(file: Path) -> str:
+def _read_template(file: str | Path) -> str:
     refuse_special_file(file, what="chat template", hint="pass the path of a Jinja chat template")
     try:
-        return file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        return Path(file).read_text(encoding="utf-8")
+    except OSError as err:  # its strerror alone: the error's own text names the path normalised
+        raise UserError(f"cannot read {file}: {err.strerror or err}", hint="pass the path of a Jinja chat template") from None
+    except UnicodeDecodeError as err:
         raise UserError(f"cannot read {file}: {err}", hint="pass the path of a Jinja chat template") from None
 
 
-def _read_reference(reference: Path) -> tuple[Path, str]:
+def _read_reference(reference: str) -> tuple[str | Path, str]:
     from specdraft.templates.reference import find_checkpoint_template
 
-    if not reference.is_dir():
+    if not Path(reference).is_dir():
         return reference, _read_template(reference)
-    found = find_checkpoint_template(reference)
+    found = find_checkpoint_template(Path(reference))
     if found is None:
         raise UserError(f"--reference {reference}: the directory carries no chat template (chat_template.jinja, or "
                         "chat_template in tokenizer_config.json / processor_config.json)",
@@ -137,7 +139,7 @@ def _read_reference(reference: Path) -> tuple[Path, str]:
     return found
 
 
-def _syntax_error(file: Path, err) -> UserError:
+def _syntax_error(file: str | Path, err) -> UserError:
     return UserError(
         f"{file}:{err.lineno or '?'}: template syntax error: {err.message}",
         hint=f"fix line {err.lineno or '?'} of {file}, then rerun `specdraft template check`",

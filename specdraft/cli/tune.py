@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from specdraft.bench import TuneReport, TuneRequest, known_batch_step_costs, known_host_costs, tune
 from specdraft.errors import ExitCode, UserError
@@ -43,7 +42,7 @@ def register(subparsers, name: str, help_text: str) -> None:
     _add_overhead_and_host(parser)
     parser.add_argument("--target-step-ms", type=float, metavar="MS",
                         help="target decode step time, for --overhead-ms, --fit-steps and the host line")
-    parser.add_argument("--target-bench", type=Path, metavar="TARGET_ONLY.json",
+    parser.add_argument("--target-bench", metavar="TARGET_ONLY.json",
                         help="bench result of the target served alone: its step time, for --overhead-ms, "
                              "--fit-steps and the host line")
     parser.add_argument("--concurrency", type=int, metavar="N",
@@ -61,15 +60,15 @@ def register(subparsers, name: str, help_text: str) -> None:
 
 def _add_acceptance_and_cost(parser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-bench", metavar="RESULT.json", type=Path,
+    source.add_argument("--from-bench", metavar="RESULT.json",
                         help="acceptance measured by `specdraft bench` against the speculative server")
     source.add_argument("--per-position-acceptance", metavar="A1,A2,...", type=_float_list,
                         help="unconditional acceptance per draft position, as vLLM reports it")
     cost = parser.add_mutually_exclusive_group()
     cost.add_argument("--cost-ratio", metavar="C", type=float, help="draft step time / target step time")
-    cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"), type=Path,
+    cost.add_argument("--step-times", nargs=2, metavar=("DRAFT_ONLY.json", "TARGET_ONLY.json"),
                       help="bench results of the draft and the target each served alone (same workload)")
-    cost.add_argument("--fit-steps", nargs="+", metavar="SPEC_RUN.json", type=Path,
+    cost.add_argument("--fit-steps", nargs="+", metavar="SPEC_RUN.json",
                       help="fit c and the per-step overhead to speculative runs at two or more K (same workload); "
                            "needs the target's step time (--target-bench or --target-step-ms)")
     cost.add_argument("--shapes", nargs=2, metavar=("TARGET", "DRAFT"),

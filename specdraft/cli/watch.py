@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from specdraft.errors import ExitCode
 from specdraft.planning import METHODS, PROFILES
@@ -38,7 +37,7 @@ def register(subparsers, name: str, help_text: str) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds any one HTTP read may take (default 10)")
     parser.add_argument("--model", metavar="NAME", help="judge only this model_name (default: every model served)")
-    parser.add_argument("--plan", type=Path, metavar="PLAN.json",
+    parser.add_argument("--plan", metavar="PLAN.json",
                         help="the plan from `specdraft launch ... --dry-run --json`: its method, target, GPU profile "
                              "and prediction")
     parser.add_argument("--method", choices=sorted(METHODS), default="draft_model",

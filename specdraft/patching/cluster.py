@@ -17,9 +17,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from specdraft.patching.children import run_bounded
 from specdraft.patching.locate import VllmInstall
 from specdraft.patching.reports import HotfixReport, Status
+from specdraft.process_groups import run_bounded
 
 REPORT_TIMEOUT_S = 120
 """Seconds a node may take to answer (``cluster status --timeout``): ssh, a container start and a cold

@@ -9,6 +9,12 @@ from the dist-info that owns the package (the CPU build's distribution is ``vllm
 ``importlib.metadata``), else from
 ``vllm/_version.py``; one that is not a PEP 440 version is refused, since every version range, the
 reinstall command and the docker image tag are built from it.
+
+``interpreter_timeout_s()`` is how long an interpreter given as ``--python`` may take to say where its vLLM
+is: ``SPECDRAFT_PYTHON_TIMEOUT`` seconds, 60 by default (the question imports nothing, so a healthy
+interpreter answers in well under a second; a slow network file system or a container wrapper may need more).
+It runs as its own process group (``specdraft.process_groups.run_bounded``): at the timeout it is stopped with
+whatever it started.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import ast
 import importlib.metadata
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -26,9 +33,11 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specdraft.errors import UserError
-from specdraft.patching.children import PYTHON_TIMEOUT_VARIABLE, interpreter_timeout_s, run_bounded
+from specdraft.process_groups import run_bounded
 
 PACKAGE = "vllm"
+PYTHON_TIMEOUT_VARIABLE = "SPECDRAFT_PYTHON_TIMEOUT"
+DEFAULT_PYTHON_TIMEOUT_S = 60.0
 DEFAULT_INTERPRETER = "unset: the interpreter behind `vllm` on PATH, else the one running specdraft"
 """What ``--python`` means when not given, for every command that takes it (``locate`` decides it)."""
 
@@ -88,7 +97,7 @@ def locate(python: str | Path | None = None, vllm_root: str | Path | None = None
     if python is not None and vllm_root is not None:
         raise UserError("give either --python or --vllm-root, not both", hint="specdraft patch status --help")
     if vllm_root is not None:
-        return _from_root(Path(vllm_root), source=f"--vllm-root {vllm_root}")
+        return _from_root(vllm_root, source=f"--vllm-root {vllm_root}")
     python = python or python_behind_vllm()
     if python is not None:
         return _from_interpreter(os.fspath(python))
@@ -128,6 +137,21 @@ def python_behind_vllm() -> str | None:
         return named
     beside = Path(script).parent / "python"
     return str(beside) if beside.exists() else None
+
+
+def interpreter_timeout_s() -> float:
+    """Seconds an interpreter behind ``--python`` may take to answer (``SPECDRAFT_PYTHON_TIMEOUT``)."""
+    text = os.environ.get(PYTHON_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PYTHON_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 86400):
+        raise UserError(f"{PYTHON_TIMEOUT_VARIABLE}={text!r} is not a number of seconds from 0 to 86400",
+                        hint=f"unset it, or export {PYTHON_TIMEOUT_VARIABLE}=120")
+    return value
 
 
 def _from_interpreter(typed: str) -> VllmInstall:
@@ -172,11 +196,13 @@ def _from_interpreter(typed: str) -> VllmInstall:
                    transformers_version=transformers)
 
 
-def _from_root(root: Path, *, source: str, python: Path | None = None) -> VllmInstall:
+def _from_root(root: str | os.PathLike, *, source: str, python: Path | None = None) -> VllmInstall:
+    """The install under ``root``; the messages about ``root`` itself name it as given (``./x`` keeps its ``./``)."""
+    typed, root = root, Path(root)
     if not root.exists():
-        raise UserError(f"path {root} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
+        raise UserError(f"path {typed} does not exist", hint="pass --vllm-root DIR, the directory that contains vllm/")
     if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
-        raise UserError(f"path {root} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
+        raise UserError(f"path {typed} is not a readable directory", hint="pass --vllm-root DIR, the directory that contains vllm/")
     if not (root / PACKAGE / "__init__.py").is_file() and root.name == PACKAGE and (root / "__init__.py").is_file():
         root = root.parent  # given the package directory itself: its parent is the root
     if not (root / PACKAGE / "__init__.py").is_file():

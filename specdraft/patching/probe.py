@@ -17,9 +17,9 @@ import tempfile
 import textwrap
 from dataclasses import dataclass
 
-from specdraft.patching.children import run_bounded
 from specdraft.patching.hotfix import Hotfix
 from specdraft.patching.locate import VllmInstall
+from specdraft.process_groups import run_bounded
 
 _ANSWER = "SPECDRAFT-PROBE "
 _TIMEOUT_S = 600

@@ -116,13 +116,14 @@ class LaunchRequest(BaseModel):
     """Hub revision of the target (branch, tag or commit)."""
     draft_revision: str | None = None
     """Hub revision of the draft."""
-    chat_template: Annotated[Path | None, CliOption(metavar="PATH")] = None
+    # the paths are str | Path: a str stays as the user typed it (``./x`` keeps its ``./``) for the messages
+    chat_template: Annotated[str | Path | None, CliOption(metavar="PATH")] = None
     """A chat template to pass instead of specdraft's own."""
     allow_leaky_template: bool = False
     """Launch even if the template check finds a thought-channel leak."""
     enable_thinking: bool = False
     """Server default enable_thinking=true for the chat template."""
-    from_bench: Annotated[Path | None, CliOption(metavar="RESULT.json")] = None
+    from_bench: Annotated[str | Path | None, CliOption(metavar="RESULT.json")] = None
     """A bench result of the speculative server at several --concurrency levels with a --compare baseline:
     K per batch size from it (num_speculative_tokens_per_batch_size where the release takes one, else the one
     K best over the measured batch sizes)."""
@@ -133,7 +134,7 @@ class LaunchRequest(BaseModel):
     """Apply pending hotfixes before serving, only check them, or skip them."""
     python: Annotated[str | None, CliOption(group="running", metavar="EXE", exclusive_with="vllm_root")] = Field(
         default=None, description=f"Interpreter whose vLLM serves; {DEFAULT_INTERPRETER}.")
-    vllm_root: Annotated[Path | None, CliOption(group="running", metavar="DIR", exclusive_with="python")] = None
+    vllm_root: Annotated[str | Path | None, CliOption(group="running", metavar="DIR", exclusive_with="python")] = None
     """Plan against the vLLM package in DIR (site-packages, unpacked wheel) instead of an interpreter's."""
     extra_args: list[str] = Field(default_factory=list)
     """Arguments passed to vllm serve verbatim."""

@@ -138,7 +138,7 @@ def _as_plan_finding(finding: TemplateFinding) -> Finding:
                    message=f"{finding.check} {where}: {finding.message}")
 
 
-def choose_template(requested: Path | None, variant: str, checkpoint: Path | None = None) -> TemplateChoice:
+def choose_template(requested: str | Path | None, variant: str, checkpoint: Path | None = None) -> TemplateChoice:
     """The user's template (checked, its variant detected) or specdraft's own for ``variant``, compared with the
     template the target ``checkpoint`` directory carries, if any."""
     try:
@@ -149,7 +149,7 @@ def choose_template(requested: Path | None, variant: str, checkpoint: Path | Non
         path = expand_user(requested, option="--chat-template")
         refuse_special_file(path, what="--chat-template", hint="pass the path of a Jinja chat template")
         if not path.is_file():
-            raise UserError(f"--chat-template {path}: no such file",
+            raise UserError(f"--chat-template {requested}: no such file",
                             hint="pass an existing template, or drop --chat-template to use specdraft's own")
     elif templates is not None:
         path = Path(templates.shipped_template(variant))

@@ -7,6 +7,7 @@ NVFP4/FP8 max calibration only needs activation ranges, and a few dozen sequence
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def calibration_token_ids(
         conversations = [[{"role": "user", "content": q}, {"role": "assistant", "content": a}] for q, a in BUILTIN_SAMPLES]
         items: list[str | list[dict]] = list(conversations)
     else:
-        items = _read_calibration_file(Path(spec))
+        items = _read_calibration_file(spec)
     if samples:
         items = items[:samples]
     sequences = [_encode(tokenizer, item)[:max_seq_len] for item in items]
@@ -142,14 +143,16 @@ def check_calibration_source(spec: str, model_dir: Path) -> None:
                      "(or pass --calib random-tokens for a random test model)",
             )
         return
-    _read_calibration_file(Path(spec))
+    _read_calibration_file(spec)
 
 
-def _read_calibration_file(path: Path) -> list[str | list[dict]]:
+def _read_calibration_file(path: str | os.PathLike) -> list[str | list[dict]]:
+    """The samples of calibration file ``path``; its messages name it as given."""
     hint = "pass --calib builtin, or a .txt / .jsonl file"
-    if not path.is_file():
-        raise UserError(f"calibration file {path} {'is not a file' if path.exists() else 'does not exist'}", hint=hint)
-    if path.suffix == ".jsonl":
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"calibration file {path} {'is not a file' if file.exists() else 'does not exist'}", hint=hint)
+    if file.suffix == ".jsonl":
         items: list[str | list[dict]] = []
         for number, record in read_jsonl(path, what="calibration file",
                                          hint='write one {"text": ...} or {"messages": [...]} per line'):
@@ -161,7 +164,7 @@ def _read_calibration_file(path: Path) -> list[str | list[dict]]:
                 raise UserError(f"{path}:{number}: expected {{\"text\": ...}} or {{\"messages\": [...]}}")
     else:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise UserError(f"calibration file {path} is not readable UTF-8 text ({err})", hint=hint) from None
         items = [chunk.strip() for chunk in text.split("\n\n") if chunk.strip()]

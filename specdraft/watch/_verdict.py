@@ -83,7 +83,7 @@ def costs_for(method: str, target: Checkpoint | None, *, profile: str, thinking:
                      basis=f"{method} on {profile}{how}: {basis}", thinking=thinking)
 
 
-def costs_from_plan(path: Path) -> PairCosts:
+def costs_from_plan(path: str | Path) -> PairCosts:
     """The step model of the pair a ``launch --dry-run --json`` plan serves, with its K and prediction."""
     try:
         plan = json.loads(Path(path).read_text())

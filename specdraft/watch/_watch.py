@@ -39,7 +39,8 @@ class WatchRequest(BaseModel):
     """Seconds any one HTTP read may take."""
     model: str | None = None
     """Judge only this ``model_name`` (default: every model the server's /metrics reports)."""
-    plan: Path | None = None
+    plan: str | Path | None = None
+    """A ``launch --dry-run --json`` plan, named in messages as given."""
     method: str = "draft_model"
     profile: str = "h100"
     thinking: bool = False

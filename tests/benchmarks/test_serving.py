@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"))
 import serving  # noqa: E402  (a module beside the GPU scripts, not a package)
 
-from specdraft.testbed.processes import ProcessGroups, _members  # noqa: E402
+from specdraft.process_groups import group_members  # noqa: E402
+from specdraft.testbed.processes import ProcessGroups  # noqa: E402
 
 TIMING = serving.Timing(cold_start_s=300, warm_start_s=140, bench_s=60, stop_s=30)
 
@@ -45,7 +46,7 @@ def test_a_server_never_healthy_is_stopped_when_its_start_budget_ends(tmp_path):
         quick.serve_and_bench(groups, "tp2-target-alone", "tp2-target",
                               ["bash", "-c", "sleep 300 & wait", "--port", "9"], {"tp": 2})
         (process,) = groups.processes
-        assert not _members(process.pid), "stopped with its whole group"
+        assert not group_members(process.pid), "stopped with its whole group"
     assert time.monotonic() - started < 5
     (row,) = [json.loads(line) for line in quick.rows.read_text().splitlines()]
     assert row == {"scenario": "tp2-target-alone", "tp": 2, "error": "not healthy"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.testbed.processes import run_watched
+from specdraft.process_groups import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks/gpu"))
@@ -84,13 +84,14 @@ def test_overwriting_the_lookup_changes_the_drafted_tokens_per_step_on_vllm_cpu(
     (configs / "assistant31b").symlink_to(write_tiny_assistant(cache_root() / "tiny"))
     out = tmp_path / "rows.jsonl"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    done = run_watched(
+    done = run_bounded(
         [str(patched_vllm_cpu_env()), str(REPO / "benchmarks/gpu/sweep.py"), "--tag", "cpu", "--configs",
          str(configs), *method, "--eager", "--rejection", "standard", "--max-num-seqs", "4", "--concurrency", "1,4",
          "--k-values", "0,2", "--schedule", "1:3,3:1", "--ramp", "--new-tokens", "12", "--reps", "1",
-         "--out", str(out)], env=env, timeout=600)
+         "--out", str(out)], env=env, timeout_s=600, grace_s=5, watch_crash_handlers=True)
+    assert not done.crashed and not done.timed_out, f"{done.crashed or 'timed out'}: {done.output_tail()}"
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    assert rows and not any("error" in r for r in rows), (done.stdout + done.stderr)[-3000:]
+    assert rows and not any("error" in r for r in rows), done.output_tail()
     drafted = {(r["k_mode"], r["concurrency"]): (r["k"], r.get("drafted_tokens_per_draft")) for r in rows}
     assert drafted[("schedule", 1)] == (3, 3.0)
     assert drafted[("schedule", 4)] == (1, 1.0)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from specdraft.process_groups import run_bounded
 from specdraft.testbed import build_tiny_pair, ensure_vllm_cpu_env, private_vllm_env
-from specdraft.testbed.processes import run_watched
-from specdraft.testbed.vllm_env import cache_root
+from specdraft.testbed.vllm_env import _site_packages, cache_root
 
 ENGINE_RUN = Path(__file__).with_name("engine_run.py")
 KV_CACHE_SPACE_GIB = 1
@@ -45,6 +45,26 @@ def private_python(vllm_python, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def vllm_as_release(vllm_python, tmp_path_factory):
+    """`vllm_as_release(release, edit)`: the python of a private copy of the vllm-cpu venv that `edit(site_packages)`
+    turns back into an older `release`'s code (what upstream fixed since, undone); a new copy each call."""
+
+    def make(release: str, edit) -> Path:
+        python = private_vllm_env(tmp_path_factory.mktemp(f"vllm-as-{release}") / "venv", vllm_python)
+        edit(site_packages(python))
+        return python
+
+    return make
+
+
+def site_packages(python: Path) -> Path:
+    """The site-packages of the venv whose interpreter is ``python``."""
+    found = _site_packages(python.parent.parent)
+    assert found, f"no site-packages beside {python}"
+    return found
+
+
+@pytest.fixture(scope="session")
 def run_engine():
     """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result.
 
@@ -63,12 +83,15 @@ def run_engine():
             **more_spec,
         }
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
-        completed = run_watched([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout=timeout)
-        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-        assert lines, f"engine runner printed no result (exit {completed.returncode}): {completed.stderr[-2000:]}"
+        done = run_bounded([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout_s=timeout, grace_s=5,
+                           watch_crash_handlers=True)
+        assert not done.crashed, f"{done.crashed}; its output ended: {done.output_tail()}"
+        assert not done.timed_out, f"engine runner did not finish within {timeout} s: {done.output_tail()}"
+        lines = [line for line in done.stdout.decode(errors="replace").splitlines() if line.startswith("RESULT ")]
+        assert lines, f"engine runner printed no result (exit {done.returncode}): {done.output_tail(2000)}"
         result = json.loads(lines[-1][len("RESULT "):])
         # vLLM releases that load the model in a worker process log the cause there, not in the result.
-        result["output_tail"] = (completed.stdout + completed.stderr)[-8000:]
+        result["output_tail"] = done.output_tail(8000)
         summary = {k: result.get(k) for k in ("ok", "error_type", "error", "startup_s", "wall_s", "spec_decode")}
         print(f"\n[engine {label}] {json.dumps(summary)}", flush=True)
         return result
@@ -102,3 +125,26 @@ def set_hotfixes(specdraft_patch):
             assert specdraft_patch("apply", python, "--only", *hotfix_ids).returncode == 0
 
     return run
+
+
+def hotfix_status(specdraft_patch, python: Path, hotfix: str) -> str:
+    """What ``specdraft patch status --only HOTFIX`` says of ``hotfix`` in ``python``'s vLLM."""
+    (report,) = json.loads(specdraft_patch("status", python, "--json", "--only", hotfix).stdout)
+    return report["status"]
+
+
+def assert_probe_cycle(specdraft_patch, python: Path, hotfix: str, failure: str, restored: str | None = None) -> None:
+    """With ``hotfix`` pending in ``python``'s vLLM: ``verify --probe`` fails saying ``failure``, and passes once it
+    is applied; with ``restored`` (a file under site-packages), revert gives back that file's bytes and the hotfix
+    is pending again."""
+    unpatched = (site_packages(python) / restored).read_bytes() if restored else None
+    assert hotfix_status(specdraft_patch, python, hotfix) == "pending"
+    before = specdraft_patch("verify", python, "--probe", "--only", hotfix)
+    assert before.returncode == 1 and f"probe failed: {failure}" in before.stdout
+    assert specdraft_patch("apply", python, "--only", hotfix).returncode == 0
+    after = specdraft_patch("verify", python, "--probe", "--only", hotfix)
+    assert after.returncode == 0 and "probe passed" in after.stdout
+    if restored:
+        assert specdraft_patch("revert", python, "--only", hotfix).returncode == 0
+        assert (site_packages(python) / restored).read_bytes() == unpatched
+        assert hotfix_status(specdraft_patch, python, hotfix) == "pending"

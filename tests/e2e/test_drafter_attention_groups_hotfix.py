@@ -14,6 +14,8 @@ import pytest
 
 from specdraft.testbed.tiny import DRAFT_CONFIG
 
+from .conftest import assert_probe_cycle
+
 pytestmark = pytest.mark.e2e
 
 HOTFIX = "drafter-attention-groups-per-spec"
@@ -51,14 +53,7 @@ def test_with_it_every_draft_layer_runs_with_metadata_of_its_own_shape(
 
 def test_probe_fails_before_apply_and_passes_after_and_revert_restores_the_bytes(private_python, set_hotfixes,
                                                                                   specdraft_patch):
-    base = next(private_python.parent.parent.glob("lib/python3.*/site-packages")) / "vllm/v1/spec_decode/llm_base_proposer.py"
     set_hotfixes(private_python, *KV_SHARING)
-    unpatched = base.read_bytes()
-    before = specdraft_patch("verify", private_python, "--probe", "--only", HOTFIX)
-    assert before.returncode == 1
-    assert "probe failed: draft layers ['draft.layers.2'] run with the metadata builder of another spec" in before.stdout
-    assert specdraft_patch("apply", private_python, "--only", HOTFIX).returncode == 0
-    after = specdraft_patch("verify", private_python, "--probe", "--only", HOTFIX)
-    assert after.returncode == 0 and "probe passed" in after.stdout
-    assert specdraft_patch("revert", private_python, "--only", HOTFIX).returncode == 0
-    assert base.read_bytes() == unpatched
+    assert_probe_cycle(specdraft_patch, private_python, HOTFIX,
+                       "draft layers ['draft.layers.2'] run with the metadata builder of another spec",
+                       restored="vllm/v1/spec_decode/llm_base_proposer.py")

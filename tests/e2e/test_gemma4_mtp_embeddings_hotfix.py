@@ -11,14 +11,15 @@ MTP dies with SIGILL on this CPU kind, with or without the hotfix), that copy fa
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
 import pytest
 
-from specdraft.testbed import TinyPair, private_vllm_env, write_tiny_assistant
+from specdraft.testbed import TinyPair, write_tiny_assistant
 from specdraft.testbed.tiny import ASSISTANT_CONFIG
 from specdraft.testbed.vllm_env import cache_root
+
+from .conftest import assert_probe_cycle, hotfix_status, site_packages
 
 pytestmark = pytest.mark.e2e
 
@@ -32,10 +33,6 @@ WIDTH_CHECK_FOR_EAGLE_ONLY = 'if share_embeddings and hasattr(self.model, "has_o
 WIDTH_CHECK_FOR_ALL = "if share_embeddings:"
 BACKBONE = ASSISTANT_CONFIG["backbone_hidden_size"]
 DRAFT_WIDTH = ASSISTANT_CONFIG["text_config"]["hidden_size"]
-
-
-def _site_packages(python: Path) -> Path:
-    return next(python.parent.parent.glob("lib/python3.*/site-packages"))
 
 
 def _as_before_0_27(site: Path) -> None:
@@ -55,16 +52,14 @@ def _as_before_0_27(site: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def python_before_0_27(vllm_python, tmp_path_factory) -> Path:
-    python = private_vllm_env(tmp_path_factory.mktemp("vllm-as-0.26") / "venv", vllm_python)
-    _as_before_0_27(_site_packages(python))
-    return python
+def python_before_0_27(vllm_as_release) -> Path:
+    return vllm_as_release("0.26", _as_before_0_27)
 
 
 @pytest.fixture(scope="module")
 def proposer_as_0_26(python_before_0_27) -> bytes:
     """The copy's gemma4.py right after `_as_before_0_27`, before any test patched it."""
-    return (_site_packages(python_before_0_27) / PROPOSER).read_bytes()
+    return (site_packages(python_before_0_27) / PROPOSER).read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -81,16 +76,10 @@ def serve(mtp_pair, run_engine):
     return run
 
 
-def _status(specdraft_patch, python: Path) -> str:
-    completed = specdraft_patch("status", python, "--json", "--only", HOTFIX)
-    (report,) = json.loads(completed.stdout)
-    return report["status"]
-
-
 def test_unpatched_copy_is_pending_and_dies_in_pre_projection_like_0_26(python_before_0_27, proposer_as_0_26,
                                                                         set_hotfixes, specdraft_patch, serve):
     set_hotfixes(python_before_0_27)
-    assert _status(specdraft_patch, python_before_0_27) == "pending"
+    assert hotfix_status(specdraft_patch, python_before_0_27, HOTFIX) == "pending"
     result = serve(python_before_0_27, "a: as 0.26, unpatched")
     assert not result["ok"]
     # pre_projection takes embedding + target hidden state = 2 * backbone width; it got draft width + backbone.
@@ -101,17 +90,13 @@ def test_unpatched_copy_is_pending_and_dies_in_pre_projection_like_0_26(python_b
 
 def test_probe_fails_before_apply_and_passes_after(python_before_0_27, set_hotfixes, specdraft_patch):
     set_hotfixes(python_before_0_27)
-    before = specdraft_patch("verify", python_before_0_27, "--probe", "--only", HOTFIX)
-    assert before.returncode == 1
-    assert "probe failed: the assistant kept its own 8-wide embed_tokens, not the target's 32-wide one" in before.stdout
-    assert specdraft_patch("apply", python_before_0_27, "--only", HOTFIX).returncode == 0
-    after = specdraft_patch("verify", python_before_0_27, "--probe", "--only", HOTFIX)
-    assert after.returncode == 0 and "probe passed" in after.stdout
+    assert_probe_cycle(specdraft_patch, python_before_0_27, HOTFIX,
+                       "the assistant kept its own 8-wide embed_tokens, not the target's 32-wide one")
 
 
 def test_patched_pair_serves_and_speculates(python_before_0_27, set_hotfixes, specdraft_patch, serve):
     set_hotfixes(python_before_0_27, HOTFIX)
-    assert _status(specdraft_patch, python_before_0_27) == "applied"
+    assert hotfix_status(specdraft_patch, python_before_0_27, HOTFIX) == "applied"
     result = serve(python_before_0_27, "b: as 0.26, hotfix applied")
     assert result["ok"], result.get("traceback_tail")
     drafts = result["spec_decode"]
@@ -121,9 +106,9 @@ def test_patched_pair_serves_and_speculates(python_before_0_27, set_hotfixes, sp
 
 
 def test_revert_restores_the_original_bytes(python_before_0_27, proposer_as_0_26, set_hotfixes, specdraft_patch):
-    proposer = _site_packages(python_before_0_27) / PROPOSER
+    proposer = site_packages(python_before_0_27) / PROPOSER
     set_hotfixes(python_before_0_27, HOTFIX)
     assert proposer.read_bytes() != proposer_as_0_26
     assert specdraft_patch("revert", python_before_0_27, "--only", HOTFIX).returncode == 0
     assert proposer.read_bytes() == proposer_as_0_26
-    assert _status(specdraft_patch, python_before_0_27) == "pending"
+    assert hotfix_status(specdraft_patch, python_before_0_27, HOTFIX) == "pending"

@@ -8,11 +8,12 @@ Unpatched runs use the shared venv, which is never patched.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from specdraft.testbed.tiny import DRAFT_CONFIG, TARGET_CONFIG
+
+from .conftest import site_packages
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +35,6 @@ HYBRID_ERROR = "All drafting layers should belong to the same kv cache group"
 FIRST_SHARED_DRAFT_LAYER = DRAFT_CONFIG["num_hidden_layers"] - DRAFT_CONFIG["num_kv_shared_layers"]
 # The patched files, relative to site-packages.
 PATCHED_FILES = ("vllm/v1/core/kv_cache_utils.py", "vllm/v1/worker/utils.py")
-
-
-def _site_packages(python: Path) -> Path:
-    return next(python.parent.parent.glob("lib/python3.*/site-packages"))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +101,7 @@ def test_revert_restores_the_original_bytes_and_the_original_failure(
     private_python, vllm_python, tiny_pair, set_hotfixes, specdraft_patch, run_engine
 ):
     set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS)
-    private, shared = _site_packages(private_python), _site_packages(vllm_python)
+    private, shared = site_packages(private_python), site_packages(vllm_python)
     assert all((private / f).read_bytes() != (shared / f).read_bytes() for f in PATCHED_FILES)
     assert specdraft_patch("revert", private_python).returncode == 0
     assert all((private / f).read_bytes() == (shared / f).read_bytes() for f in PATCHED_FILES)

@@ -35,7 +35,7 @@ def test_the_documented_example_serves_the_pair_speculating_and_stops_it(tmp_pat
 
 def _engine_core(served) -> int:
     """The pid of the server's engine core: the member of its process group named VLLM::EngineCore."""
-    from specdraft.testbed.processes import _members, _name
+    from specdraft.process_groups import group_members, process_name
 
     port = served.base_url.rsplit(":", 1)[1].split("/")[0]
     for pid in Path("/proc").iterdir():
@@ -45,7 +45,7 @@ def _engine_core(served) -> int:
             except OSError:
                 continue
             if port.encode() in argv and b"vllm.entrypoints.openai.api_server" in argv:
-                found = [m for m in _members(int(pid.name)) if _name(m).startswith("VLLM::EngineCor")]
+                found = [m for m in group_members(int(pid.name)) if process_name(m).startswith("VLLM::EngineCor")]
                 assert found, "no engine core in the server's process group"
                 return found[0]
     raise AssertionError("no server process found")

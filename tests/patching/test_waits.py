@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.patching.children import run_bounded
 from tests.stalls import hanging_executable, kill_leftovers, started_pids, still_running
 
 from .conftest import run_specdraft
@@ -81,36 +80,6 @@ def test_a_cluster_timeout_that_is_not_seconds_is_bad_input(tmp_path, value):
     done = run_specdraft("cluster", "status", f"n1={node}", "--timeout", value, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith(f"specdraft: error: --timeout {float(value):g}")
     assert not pids.exists()
-
-
-def test_what_a_finished_child_left_running_is_stopped_with_it():
-    done = run_bounded(["sh", "-c", "sleep 300 & echo $!"], timeout_s=30)
-    left = [int(done.stdout.split()[0])]
-    try:
-        assert done.returncode == 0 and still_running(left) == []
-    finally:
-        kill_leftovers(left)
-
-
-def test_an_interrupted_wait_stops_the_child(tmp_path):
-    script, pids = hanging_executable(tmp_path)
-
-    def interrupt(*_):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_bounded([str(script)], timeout_s=60)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    started_by_it = started_pids(pids)
-    try:
-        assert len(started_by_it) == 2 and still_running(started_by_it) == []
-    finally:
-        kill_leftovers(started_by_it)
 
 
 def test_an_apply_waits_for_the_lock_of_another_run_only_so_long(tree_of, monkeypatch, capsys):

@@ -322,6 +322,13 @@ def _dry_run(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+def test_dry_run_names_the_model_as_typed(tiny_text_draft, monkeypatch, capsys):
+    monkeypatch.chdir(tiny_text_draft.parent)
+    typed = f"./{tiny_text_draft.name}"
+    assert main(["quantize", "--model", typed, "--out", "./out", "--calib", "random-tokens", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith(f"would quantize {typed} (Gemma4ForCausalLM, ")
+
+
 def test_dry_run_refuses_a_header_only_safetensors(tiny_text_draft, tmp_path, capsys):
     (tmp_path / "config.json").write_text((tiny_text_draft / "config.json").read_text())
     source = (tiny_text_draft / "model.safetensors").read_bytes()

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from specdraft.templates import shipped_template
+from tests.replying_server import replying_server
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -106,36 +107,12 @@ def test_check_of_an_empty_template_is_one_finding(tmp_path):
     assert done.stdout.strip().endswith("1 finding(s): empty-template")
 
 
-def _erring_server(status: int):
-    """A real HTTP server on localhost that answers every request with ``status`` (as a broken vLLM does)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b'{"error": {"message": "the model crashed"}}'
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def test_probe_of_a_server_that_answers_errors_says_the_server_failed_not_that_it_leaked():
-    server = _erring_server(500)
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/v1"
+    # what a broken vLLM answers to every request
+    with replying_server(lambda method, path, body: b'{"error": {"message": "the model crashed"}}', 500) as root:
+        url = f"{root}/v1"
         done = specdraft("probe", "--base-url", url, "--model", "m")
         as_json = json.loads(specdraft("probe", "--base-url", url, "--model", "m", "--json").stdout)
-    finally:
-        server.shutdown()
     assert done.returncode == 1
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith(f"{url}: the server failed all ") and "HTTP 500" in summary

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.testbed.processes import PORT_RANGE, ProcessGroups, _members, _start_time, free_port, healthy
+from specdraft.process_groups import group_members
+from specdraft.testbed.processes import PORT_RANGE, ProcessGroups, _start_time, free_port, healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = textwrap.dedent("""
@@ -40,15 +41,15 @@ def _driver(tmp_path: Path, deadline_s: float = 0) -> tuple[subprocess.Popen, in
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path / "groups"), str(deadline_s)],
                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     pgid = int(driver.stdout.readline())
-    assert len(_members(pgid)) >= 2, "the shell and its background sleep run in the child's group"
+    assert len(group_members(pgid)) >= 2, "the shell and its background sleep run in the child's group"
     return driver, pgid
 
 
 def _gone(pgid: int, within_s: float = 10) -> bool:
     end = time.monotonic() + within_s
-    while _members(pgid) and time.monotonic() < end:
+    while group_members(pgid) and time.monotonic() < end:
         time.sleep(0.1)
-    return not _members(pgid)
+    return not group_members(pgid)
 
 
 def test_sigterm_stops_every_child_group_before_the_run_exits(tmp_path):
@@ -71,7 +72,7 @@ def test_a_sigkilled_runs_leftovers_are_stopped_by_the_next_run(tmp_path):
     driver.kill()  # what a device does at its limit when no handler may run
     driver.wait(timeout=10)
     time.sleep(1)
-    assert _members(pgid), "the grandchild outlives a SIGKILLed run (the leftover that held the GPUs)"
+    assert group_members(pgid), "the grandchild outlives a SIGKILLed run (the leftover that held the GPUs)"
     assert ProcessGroups(tmp_path / "groups", grace_s=2).stop_leftovers() == [pgid]
     assert _gone(pgid)
 
