@@ -36,7 +36,8 @@ TARGET_STEPS_MS: dict[tuple[str, Shape], tuple[float, str]] = {
     ("h200", "31b"): (17.731, "docs/gpu/README.md 9, k0r of raw/h200x4_call3"),
     ("h200", "26b"): (4.031, "docs/gpu/README.md 6, m0 of raw/issue17_h200"),
 }
-"""The target alone's decode step per (GPU profile, shape): the unit host times are converted with."""
+"""The target alone's decode step per (GPU profile, shape): the unit the host times of an entry measured on another
+GPU are converted with (an entry measured on the GPU planned for keeps its own target step)."""
 _NGRAM_GPU_STEP_MS = 28.3
 """ngram_gpu's measured step at K = 3 (docs/gpu/README.md 5.2, first lease) ..."""
 _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
