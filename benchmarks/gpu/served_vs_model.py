@@ -77,7 +77,7 @@ def _levels(row: dict) -> dict[int, tuple[float, float | None]]:
 
 def _kv(row: dict) -> str:
     """The KV dtype the server ran with: the given one, or the plan's (``kv: plan`` leaves it to launch)."""
-    return row.get("planned_kv") or row["kv"] if row["kv"] == "plan" else row["kv"]
+    return (row.get("planned_kv") or row["kv"]) if row["kv"] == "plan" else row["kv"]
 
 
 def served_rows() -> list[ServedRow]:
