@@ -5,9 +5,9 @@ Costs are in target steps, tune's model (``specdraft.bench``): a step takes ``ma
 They come from the host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
 plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
 step time; H200: ``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7) and the
-26B-A4B (H200: ``draft_model``, ``mtp``, ``eagle3`` with a drafter of assumed shape). c and o are GPU time over
-the target's step on the entry's own machine; the host line is host time over the target's step on the GPU profile
-planned for, where that step was measured. Every other method, or a method beside a shape it was not measured
+26B-A4B (H200: ``draft_model`` and ``mtp`` recalibrated to launch's plans served over HTTP, ``eagle3`` with a
+drafter of assumed shape). c and o are GPU time over the target's step on the entry's own machine; so is the host
+line where that machine is the GPU planned for, else host time over the planned GPU's measured target step. Every other method, or a method beside a shape it was not measured
 with (``dflash`` beside the 26B-A4B: no 26B DFlash drafter is published), is modelled from those and says "not
 measured".
 
@@ -36,7 +36,8 @@ TARGET_STEPS_MS: dict[tuple[str, Shape], tuple[float, str]] = {
     ("h200", "31b"): (17.731, "docs/gpu/README.md 9, k0r of raw/h200x4_call3"),
     ("h200", "26b"): (4.031, "docs/gpu/README.md 6, m0 of raw/issue17_h200"),
 }
-"""The target alone's decode step per (GPU profile, shape): the unit host times are converted with."""
+"""The target alone's decode step per (GPU profile, shape): the unit the host times of an entry measured on another
+GPU are converted with (an entry measured on the GPU planned for keeps its own target step)."""
 _NGRAM_GPU_STEP_MS = 28.3
 """ngram_gpu's measured step at K = 3 (docs/gpu/README.md 5.2, first lease) ..."""
 _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
@@ -44,10 +45,12 @@ _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
 _ENTRIES: dict[Shape, dict[str, str]] = {
     "31b": {"draft_model": "vllm0.26-draft_model-e2b-async", "mtp": "vllm0.26-mtp-31b-assistant",
             "dflash": "vllm0.26-dflash-31b-speculator-flat", "eagle3": "vllm0.26-eagle3-31b-speculator-plain"},
-    "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b", "mtp": "vllm0.26-mtp-26b-assistant",
+    "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b-served", "mtp": "vllm0.26-mtp-26b-assistant-served",
             "eagle3": "vllm0.26-eagle3-26b-speculator"},
 }
-"""The measured entry of each method beside each shape: plain engines, as launch plans them."""
+"""The measured entry of each method beside each shape: plain engines, as launch plans them. Where launch's own plan
+was served over HTTP and the engine entry predicted it more than 10% off, the entry recalibrated to the served row
+(``-served``) is used: tests/benchmarks/test_served_rows.py holds every served row to within 10%."""
 _ASSUMED_DRAFTERS = {"vllm0.26-eagle3-26b-speculator": "the 26B's EAGLE-3 drafter in an assumed shape: its config "
                                                        "is not published"}
 """Entries measured with a drafter whose shape is a guess: their basis says so."""
@@ -100,9 +103,18 @@ def _entry(name: str) -> KnownHostCost:
     return known_host_costs()[name]
 
 
-def _from_entry(name: str, host_ms: float, measured: bool, basis: str = "") -> StepModel:
+def _host_unit_ms(entry: KnownHostCost, profile: str, shape: Shape) -> float:
+    """The target step an entry's host line is counted in: the one measured beside it where it was measured on the
+    GPU planned for (or where that GPU's step was not measured), else the planned GPU's (host time does not scale
+    with the GPU)."""
+    if profile in entry.gpu.lower() or (profile, shape) not in TARGET_STEPS_MS:
+        return entry.target_step_ms
+    return TARGET_STEPS_MS[profile, shape][0]
+
+
+def _from_entry(name: str, profile: str, shape: Shape, measured: bool, basis: str = "") -> StepModel:
     entry = _entry(name)
-    host = entry.host_cost(host_ms)
+    host = entry.host_cost(_host_unit_ms(entry, profile, shape))
     flat = entry.gpu_draft_ms_per_token == 0 and entry.per_draft_token_ms == 0
     measured_at = "a step flat in K: one forward drafts the block" if flat else f"K = {entry.measured_at_k}"
     basis = basis or (f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm}, {measured_at})"
@@ -126,7 +138,7 @@ def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> Step
     entries = _ENTRIES[shape]
     beside = SHAPE_NAMES[shape]
     if method in entries:
-        return _from_entry(entries[method], host_ms, True)
+        return _from_entry(entries[method], profile, shape, True)
     # ngram_gpu's extra time a step, in ms, over the target's: verifying K more tokens and the proposer's kernels
     ngram_gpu_ms = _NGRAM_GPU_STEP_MS - _NGRAM_GPU_LEASE_TARGET_MS
     if method == "ngram_gpu" and shape == "31b":
@@ -144,7 +156,7 @@ def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> Step
                                "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)"
                                + shape_note)
     if method == "dflash":
-        mtp = _from_entry(entries["mtp"], host_ms, False)
+        mtp = _from_entry(entries["mtp"], profile, shape, False)
         return StepModel(cost_ratio=0.0, overhead=mtp.overhead + mtp.cost_ratio * _DFLASH_LAYERS / _MTP_LAYERS,
                          host_per_step=mtp.host_per_step, host_per_draft_token=0.0, measured=False,
                          basis=f"not measured beside {beside}: one drafter forward proposes the whole block, modelled "

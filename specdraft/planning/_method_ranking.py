@@ -178,10 +178,10 @@ def _notes(target: Checkpoint, shape: Shape | None, profile: str, version: str |
            support: ReleaseSupport | None) -> list[str]:
     notes = []
     costs_shape = shape or "31b"
-    host_ms, here = host_step_ms(profile, costs_shape)
+    _, here = host_step_ms(profile, costs_shape)
     if not here:
         notes.append(f"the target step beside {SHAPE_NAMES[costs_shape]} was not measured on {profile}: host times are "
-                     f"taken over the {host_ms} ms step measured on another GPU")
+                     "taken over the target step each cost was measured beside, on another GPU")
     if shape is None:
         notes.append("step costs were measured beside the 31B and the 26B-A4B; beside "
                      f"{target.ref} the 31B's are used, not measured (a cheaper target step makes every drafter "

@@ -102,7 +102,7 @@ def test_auto_turns_away_a_speculator_trained_beside_another_model(speculator):
     assert [(t.method, "verifier" in t.reason or "trained beside" in t.reason) for t in ranking.turned_away] == \
         [("eagle3", True)]
     assert ranking.notes == ["the target step beside the 26B-A4B was not measured on h100: host times are taken over "
-                             "the 4.031 ms step measured on another GPU"]
+                             "the target step each cost was measured beside, on another GPU"]
 
 
 def test_auto_turns_away_what_the_release_lacks(speculator):
@@ -152,7 +152,7 @@ def test_costs_say_which_were_measured_beside_which_target():
     assert {m for m in METHODS if step_model(m, "31b").measured} == {"draft_model", "mtp", "ngram_gpu", "dflash",
                                                                      "eagle3"}
     assert {m for m in METHODS if step_model(m, "26b").measured} == {"draft_model", "mtp", "eagle3"}
-    assert "vllm0.26-mtp-26b-assistant" in step_model("mtp", "26b").basis
+    assert "vllm0.26-mtp-26b-assistant-served" in step_model("mtp", "26b").basis
     assert "assumed shape" in step_model("eagle3", "26b").basis   # configs/eagle3_26b: no published config
     assert "beside the 26B-A4B" in step_model("dflash", "26b").basis   # no 26B DFlash drafter is published
 

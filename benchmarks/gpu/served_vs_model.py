@@ -1,0 +1,140 @@
+"""launch's plans served over HTTP against what specdraft's speed model predicts for the same plan.
+
+usage: served_vs_model.py [--profile h200]
+
+Reads the served rows (``RUNS``: real-stack-h200-m3/rows.jsonl, real-stack-h200/rows-machine*.jsonl). Each
+speculative row divides by the row of the same run without speculation (same target, KV dtype, extra flags,
+max_num_seqs and concurrency): served speedup = its decode tok/s / the baseline's, served step = acceptance length
+x baseline tok/s / its tok/s, in target steps (tune's ``E(K) / S(K)``). The prediction at concurrency 1 is tune's
+``predict_speedup`` with ``step_model(method, shape, profile)`` (what ``--method auto`` ranks with) and the row's
+forced acceptance ``alpha**i``; at a larger concurrency, tune's model with the step costs per batch size launch plans
+a K schedule from (``modelled_costs``), where there are any.
+
+A row is *held* (tests/benchmarks/test_served_rows.py keeps it within 10%) at concurrency 1 on launch's own plan;
+rows run with a flag launch did not plan (``--attention-backend``) or at a larger concurrency are printed, not held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from specdraft.bench import best_k_per_batch_size, known_batch_step_cost, predict_speedup  # noqa: E402
+from specdraft.checkpoints import inspect_checkpoint  # noqa: E402
+from specdraft.planning._k_costs import modelled_costs  # noqa: E402
+from specdraft.planning._method_costs import step_model  # noqa: E402
+
+RAW = REPO / "benchmarks/gpu/raw"
+RUNS = {"real-stack-h200-m3": ("rows.jsonl",),
+        "real-stack-h200": ("rows-machine1.jsonl", "rows-machine2.jsonl")}
+"""One served run per folder; a row's baseline comes from its own run (the first run's two machines: the 26B-A4B
+alone at bf16 ran on the first, the MTP pair on the second, as docs/gpu/served-real-stack.md divides them)."""
+SHAPES = {"target31b": "31b", "target26b": "26b"}
+TARGET_REPOS = {"31b": "google/gemma-4-31B-it", "26b": "google/gemma-4-26B-A4B-it"}
+BOUND = 0.10
+
+
+@dataclass(frozen=True)
+class ServedRow:
+    source: str
+    scenario: str
+    shape: str
+    method: str
+    k: int
+    alpha: float
+    max_num_seqs: int
+    concurrency: int
+    baseline_tok_s: float
+    tok_s: float
+    acceptance_length: float
+    held: bool
+    why_not_held: str = ""
+
+    @property
+    def speedup(self) -> float:
+        return self.tok_s / self.baseline_tok_s
+
+    @property
+    def step(self) -> float:
+        """The served speculative step in target steps."""
+        return self.acceptance_length * self.baseline_tok_s / self.tok_s
+
+
+def _levels(row: dict) -> dict[int, tuple[float, float | None]]:
+    """Concurrency -> (decode tok/s, mean acceptance length) of one row (the first run wrote one level, at
+    max_num_seqs, without a prefix)."""
+    if "decode_tok_s" in row:
+        return {row["max_num_seqs"]: (row["decode_tok_s"], row.get("mean_acceptance_length"))}
+    return {int(key[1:-len("_decode_tok_s")]): (value, row.get(key.replace("decode_tok_s", "mean_acceptance_length")))
+            for key, value in row.items() if key.startswith("c") and key.endswith("_decode_tok_s")}
+
+
+def _kv(row: dict) -> str:
+    """The KV dtype the server ran with: the given one, or the plan's (``kv: plan`` leaves it to launch)."""
+    return (row.get("planned_kv") or row["kv"]) if row["kv"] == "plan" else row["kv"]
+
+
+def served_rows() -> list[ServedRow]:
+    out = []
+    for run, files in RUNS.items():
+        rows = [(f"{run}/{name}", json.loads(line)) for name in files
+                for line in (RAW / run / name).read_text().splitlines() if line.strip()]
+        rows = [(source, row) for source, row in rows if "error" not in row]
+        alone = {(r["target"], _kv(r), r.get("extra", ""), r["max_num_seqs"], n): tok_s
+                 for _, r in rows if r["alpha"] is None for n, (tok_s, _) in _levels(r).items()}
+        for source, r in rows:
+            if r["alpha"] is None:
+                continue
+            for n, (tok_s, length) in _levels(r).items():
+                base = alone.get((r["target"], _kv(r), r.get("extra", ""), r["max_num_seqs"], n))
+                if base is None:
+                    continue
+                forced = "--attention-backend" in r.get("extra", "")
+                why = ("not launch's plan: " + r["extra"] + " given") if forced else \
+                      (f"concurrency {n}: step costs per batch size" if n > 1 else "")
+                out.append(ServedRow(source=source, scenario=r["scenario"], shape=SHAPES[r["target"]],
+                                     method=r["method"], k=r["k"], alpha=r["alpha"], max_num_seqs=r["max_num_seqs"],
+                                     concurrency=n, baseline_tok_s=base, tok_s=tok_s, acceptance_length=length,
+                                     held=not why, why_not_held=why))
+    return out
+
+
+def predicted_speedup(row: ServedRow, profile: str = "h200") -> float | None:
+    """What the model predicts for the row's plan (None: no costs for that concurrency)."""
+    rates = [row.alpha ** i for i in range(1, max(row.k, 8) + 1)]
+    if row.concurrency == 1:
+        model = step_model(row.method, row.shape, profile)
+        return predict_speedup(rates, row.k, model.cost_ratio, model.overhead, model.host)
+    costs = modelled_costs(row.method, inspect_checkpoint(TARGET_REPOS[row.shape]), profile=profile,
+                           parallel=(1, 1), thinking=False, positions=len(rates))
+    if isinstance(costs, str):
+        return None
+    choices = best_k_per_batch_size(known_batch_step_cost(costs.costs_name), rates, max_k=len(rates))
+    at = next((c for c in choices if c.batch_size == row.concurrency), None)
+    return None if at is None else at.predicted[row.k - 1]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="h200")
+    args = parser.parse_args(argv)
+    print(f"{'scenario':<28} {'method':<12} {'K':>2} {'alpha':>5} {'conc':>4} {'served':>7} {'step':>6} "
+          f"{'predicted':>9} {'error':>7}  held")
+    for row in served_rows():
+        predicted = predicted_speedup(row, args.profile)
+        error = "-" if predicted is None else f"{predicted / row.speedup - 1:+.1%}"
+        shown = "-" if predicted is None else f"{predicted:.2f}x"
+        held = "yes" if row.held else f"no ({row.why_not_held})"
+        print(f"{row.scenario:<28} {row.method:<12} {row.k:>2} {row.alpha:>5} {row.concurrency:>4} "
+              f"{row.speedup:>6.2f}x {row.step:>6.3f} {shown:>9} {error:>7}  {held}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
