@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.findings import Finding
 from specdraft.checkpoints import Checkpoint
 from specdraft.planning._method_costs import SHAPE_NAMES, Shape, acceptance_for, host_step_ms, step_model
-from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
-                                         check_speculators_type)
+from specdraft.planning._methods import (DRAFTLESS_METHODS, check_drafter_class, check_hidden_state_target,
+                                         check_method_package, check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
 
@@ -144,6 +144,8 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
         findings.append(check_speculators_type(speculator.speculators_type, support, version))
     if support is not None:
         findings.append(check_hidden_state_target(method, target.architectures, support, version))
+    if support is not None and speculator is not None:
+        findings.append(check_drafter_class(method, speculator.architecture, support, version))
     if speculator is not None:
         findings.append(check_verifier(target.ref, target.config, draft.ref, speculator))
     if vllm_root is not None:
