@@ -163,9 +163,10 @@ def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> Step
                                f"as one MTP assistant step scaled to DFlash's {_DFLASH_LAYERS} layers per target step")
     if method == "dspark":
         dflash = step_model("dflash", shape, profile)
+        dflash_basis = dflash.basis.replace("measured: ", "measured as ", 1) if dflash.measured else dflash.basis
         return dflash.model_copy(update={
             "measured": False,
-            "basis": f"not measured: modelled as DFlash's step beside {beside} ({dflash.basis}): the published DSpark "
+            "basis": f"not measured: modelled as DFlash's step beside {beside} ({dflash_basis}): the published DSpark "
                      "drafter has the DFlash drafter's backbone (5 layers as wide as the 31B, 32000-token draft "
                      "vocabulary) and drafts its block in one forward; its Markov head's sampling per drafted position "
                      "is not counted"})

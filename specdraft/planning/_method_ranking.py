@@ -22,6 +22,8 @@ from specdraft.planning._methods import (DRAFTLESS_METHODS, check_drafter_class,
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
 
+BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
+"""Methods whose drafter proposes its whole block in one forward, as wide as it was trained."""
 _SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
 """(hidden size, layers) of the target shapes step costs were measured beside."""
 
@@ -163,6 +165,10 @@ def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, meas
     from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
 
     model = step_model(candidate.method, shape, profile)
+    trained = candidate.speculator.speculative_tokens if candidate.speculator is not None else None
+    if candidate.method in BLOCK_DRAFTERS and trained:
+        # a block drafter was trained to fill its block; positions past it are extrapolation
+        max_k = min(max_k, trained)
     if candidate.method in measured:
         rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"
     else:

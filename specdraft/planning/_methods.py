@@ -160,22 +160,24 @@ that says so."""
 
 def given_rejection_method(extra_args: Sequence[str]) -> str | None:
     """The ``rejection_sample_method`` the user passes to vLLM after ``--``: in ``--speculative-config JSON`` (or
-    ``=JSON``), or in vLLM's dotted form ``--speculative-config.rejection_sample_method VALUE`` (or ``=VALUE``);
-    vLLM reads ``_`` and ``-`` alike in an option's name. The last one given wins, as in vLLM's parser."""
+    ``=JSON``), or in vLLM's dotted form ``--speculative-config.rejection_sample_method VALUE`` (or ``=VALUE``;
+    ``FlexibleArgumentParser`` reads the value as JSON, else as a string); vLLM reads ``_`` and ``-`` alike in an
+    option's name. The last one given wins, as in vLLM's parser."""
     found = None
     for i, arg in enumerate(extra_args):
         name, eq, inline = arg.partition("=")
-        name = name.replace("_", "-")
+        option, dot, key = name.partition(".")
+        if option.replace("_", "-") != SPECULATIVE_CONFIG_FLAG:
+            continue
         value = inline if eq else (extra_args[i + 1] if i + 1 < len(extra_args) else "")
-        if name == SPECULATIVE_CONFIG_FLAG:
-            try:
-                config = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(config, dict) and isinstance(config.get("rejection_sample_method"), str):
-                found = config["rejection_sample_method"]
-        elif name == f"{SPECULATIVE_CONFIG_FLAG}.rejection-sample-method":
-            found = value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        if not dot and isinstance(parsed, dict) and isinstance(parsed.get("rejection_sample_method"), str):
+            found = parsed["rejection_sample_method"]
+        elif dot and key == "rejection_sample_method" and isinstance(parsed, str):
+            found = parsed
     return found
 
 

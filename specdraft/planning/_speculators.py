@@ -142,7 +142,8 @@ def _shape_problems(speculator: Speculator, target_text: Mapping) -> list[str]:
     width, layers = target_text.get("hidden_size"), target_text.get("num_hidden_layers")
     if speculator.hidden_size and width and speculator.hidden_size != width:
         problems.append(f"it reads hidden states {speculator.hidden_size} wide, the target's are {width}")
-    # speculators number DFlash's layers from 1 (vLLM subtracts one), EAGLE-3's and dflash_config's from 0:
+    # speculators number DFlash's and DSpark's layers from 1 (vLLM subtracts one), EAGLE-3's, dflash_config's and
+    # Gemma4DSparkModel's target_layer_ids from 0:
     # an id above the target's layer count is out of range either way
     beyond = [i for i in speculator.aux_layer_ids if layers and i > layers]
     if beyond:
