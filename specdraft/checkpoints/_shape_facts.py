@@ -2,7 +2,8 @@
 
 ``data/models/<owner>__<name>.json`` are Gemma 4 config.json reconstructions (checked against the
 hub's parameter totals) and the published speculators' config.json (RedHatAI's EAGLE-3 and DFlash drafters for
-the 31B, verbatim; sources in benchmarks/gpu/configs/README.md); ``data/nvfp4_checkpoints.json`` describes NVFP4 repackagings by their base
+the 31B verbatim, its DSpark drafter reconstructed field by field and checked against the hub's size; sources in
+benchmarks/gpu/configs/README.md); ``data/nvfp4_checkpoints.json`` describes NVFP4 repackagings by their base
 model; ``data/kv_and_params.json`` holds parameter counts. A repo id resolves, in order, to its own
 config, to its base model's config via the NVFP4 table, or to the Gemma 4 size named in the id.
 """
@@ -191,7 +192,7 @@ def shipped_assistants() -> list[ShapeFacts]:
 
 
 def shipped_speculators() -> list[ShapeFacts]:
-    """The shape facts of the published speculators (EAGLE-3, DFlash) that ship with specdraft."""
+    """The shape facts of the published speculators (EAGLE-3, DFlash, DSpark) that ship with specdraft."""
     repos = (name[: -len(".json")].replace("__", "/") for name in _model_files().values())
     found = (find_shape_facts(repo) for repo in repos)
     return [facts for facts in found if facts is not None and "speculators_model_type" in facts.config]

@@ -1,5 +1,6 @@
-"""Parameter counts of speculators-format drafters (EAGLE-3, DFlash; https://github.com/vllm-project/speculators)
-from their ``config.json``, for the memory plan of a drafter whose weights are not on this machine.
+"""Parameter counts of speculators-format drafters (EAGLE-3, DFlash, DSpark;
+https://github.com/vllm-project/speculators) from their ``config.json``, for the memory plan of a drafter whose
+weights are not on this machine.
 
 The layout is the one vLLM builds from such a config (vllm/model_executor/models/llama_eagle3.py and
 qwen3_dflash.py): ``num_hidden_layers`` Llama decoder layers of ``transformer_layer_config`` (EAGLE-3's first
@@ -8,7 +9,10 @@ folding the target's aux hidden states (one per aux layer, 3 for EAGLE-3) into o
 ``lm_head`` over the draft vocabulary (``draft_vocab_size``) and the embedding over the target's vocabulary,
 which the published checkpoints ship: RedHatAI/gemma-4-31B-it-speculator.eagle3 counts 2,235,061,248
 parameters this way, 4.47 GB in BF16, the "4.5 GB in BF16" its NVFP4 copy's card gives
-(https://huggingface.co/AEON-7/gemma-4-31B-it-speculator.eagle3-NVFP4).
+(https://huggingface.co/AEON-7/gemma-4-31B-it-speculator.eagle3-NVFP4). A DSpark drafter is DFlash's layout plus
+the Markov head vLLM builds from ``markov_rank`` (``DSparkMarkovHead`` in vllm/model_executor/models/qwen3_dspark.py:
+``markov_w1`` over the target's vocabulary, ``markov_w2`` over the draft's, both ``markov_rank`` wide); its confidence
+head is not loaded (vLLM skips ``confidence_head`` weights).
 """
 
 from __future__ import annotations
@@ -48,4 +52,6 @@ def speculator_parameters(config: Mapping) -> int | None:
     total += fused * target_width * width          # fc
     total += width * (2 if eagle else 1)           # final norm (+ EAGLE-3's hidden-state norm)
     total += draft_vocab * width + vocab * width   # lm_head, embed_tokens
+    if kind == "dspark":
+        total += (_positive(config.get("markov_rank")) or 0) * (vocab + draft_vocab)   # markov_w1, markov_w2
     return total

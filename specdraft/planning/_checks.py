@@ -22,6 +22,7 @@ from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._release_support import first_release, release_support
 from specdraft.planning._request import HotfixMode
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+from specdraft.planning._speculators import speculator_of
 from specdraft.planning._template_choice import CheckpointComparison
 from specdraft.planning._vllm_install import VllmFacts
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
@@ -173,7 +174,9 @@ def check_max_model_len(max_model_len: int, target: Checkpoint, draft: Checkpoin
 
 def needs_hybrid_manager_disabled(target: Checkpoint, draft: Checkpoint | None) -> str | None:
     """Why this pair needs ``--disable-hybrid-kv-cache-manager`` (None: it does not)."""
-    if draft is None or draft.is_assistant:
+    # a speculator (EAGLE-3, DFlash, DSpark) keeps its own KV cache of its own layers: nothing of the target's is
+    # shared, and its identical layers form one group whatever their window
+    if draft is None or draft.is_assistant or speculator_of(draft) is not None:
         return None
     reasons = []
     if draft.num_kv_shared_layers:

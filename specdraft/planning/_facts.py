@@ -53,10 +53,7 @@ class LaunchFacts(BaseModel):
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None) -> str | None:
     """Why the pair needs the hybrid KV cache manager off (None: it does not)."""
-    # a speculator (EAGLE-3, DFlash) keeps its own KV cache: nothing of the target's is shared
-    if draft is None or speculator_of(draft) is not None:
-        return None
-    if not draft.is_known:
+    if draft is not None and not draft.is_known and speculator_of(draft) is None:
         return "the draft is unknown, so KV sharing cannot be ruled out"
     return needs_hybrid_manager_disabled(target, draft)
 

@@ -161,6 +161,15 @@ def step_model(method: str, shape: Shape = "31b", profile: str = "h100") -> Step
                          host_per_step=mtp.host_per_step, host_per_draft_token=0.0, measured=False,
                          basis=f"not measured beside {beside}: one drafter forward proposes the whole block, modelled "
                                f"as one MTP assistant step scaled to DFlash's {_DFLASH_LAYERS} layers per target step")
+    if method == "dspark":
+        dflash = step_model("dflash", shape, profile)
+        dflash_basis = dflash.basis.replace("measured: ", "measured as ", 1) if dflash.measured else dflash.basis
+        return dflash.model_copy(update={
+            "measured": False,
+            "basis": f"not measured: modelled as DFlash's step beside {beside} ({dflash_basis}): the published DSpark "
+                     "drafter has the DFlash drafter's backbone (5 layers as wide as the 31B, 32000-token draft "
+                     "vocabulary) and drafts its block in one forward; its Markov head's sampling per drafted position "
+                     "is not counted"})
     raise KeyError(method)
 
 
@@ -211,6 +220,12 @@ def default_acceptance(method: str) -> AcceptanceDefault:
         alpha = _alpha_reproducing("dflash", 3.03, 15)
         return AcceptanceDefault(alpha=alpha, basis=f"alpha {alpha}: reproduces the published 3.03x of the 31B + "
                                                     f"DFlash drafter at K = 15 ({_JARVISLABS}) under its step model")
+    if method == "dspark":
+        dflash = default_acceptance("dflash")
+        return AcceptanceDefault(alpha=dflash.alpha, basis=f"alpha {dflash.alpha}, assumed: DFlash's default (the same "
+                                                           "backbone; DSpark's Markov head is meant to raise acceptance "
+                                                           "late in the block), no published vLLM figure for a Gemma 4 "
+                                                           "DSpark drafter; bench your workload")
     if method == "draft_model":
         return AcceptanceDefault(alpha=0.71, basis="alpha 0.71: what the DGX Spark E2B + 31B setup's 2.0x at K = 4 "
                                                    "implies with c = 0.10 (Leviathan et al. 2023's model)")

@@ -17,11 +17,13 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.findings import Finding
 from specdraft.checkpoints import Checkpoint
 from specdraft.planning._method_costs import SHAPE_NAMES, Shape, acceptance_for, host_step_ms, step_model
-from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_target, check_method_package,
-                                         check_speculators_type)
+from specdraft.planning._methods import (DRAFTLESS_METHODS, check_drafter_class, check_hidden_state_target,
+                                         check_method_package, check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
 
+BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
+"""Methods whose drafter proposes its whole block in one forward, as wide as it was trained."""
 _SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
 """(hidden size, layers) of the target shapes step costs were measured beside."""
 
@@ -144,6 +146,8 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
         findings.append(check_speculators_type(speculator.speculators_type, support, version))
     if support is not None:
         findings.append(check_hidden_state_target(method, target.architectures, support, version))
+    if support is not None and speculator is not None:
+        findings.append(check_drafter_class(method, speculator.architecture, support, version))
     if speculator is not None:
         findings.append(check_verifier(target.ref, target.config, draft.ref, speculator))
     if vllm_root is not None:
@@ -161,6 +165,10 @@ def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, meas
     from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
 
     model = step_model(candidate.method, shape, profile)
+    trained = candidate.speculator.speculative_tokens if candidate.speculator is not None else None
+    if candidate.method in BLOCK_DRAFTERS and trained:
+        # a block drafter was trained to fill its block; positions past it are extrapolation
+        max_k = min(max_k, trained)
     if candidate.method in measured:
         rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"
     else:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
-from specdraft.planning._methods import (check_async_for_method, check_hidden_state_target, check_method_options,
-                                         check_method_package, check_speculators_type)
+from specdraft.planning._methods import (check_async_for_method, check_drafter_class, check_hidden_state_target,
+                                         check_lossy_rejection, check_method_options, check_method_package,
+                                         check_speculators_type)
 from specdraft.planning._release_support import release_support
 from specdraft.planning._speculative_choice import given_method_options
 from specdraft.planning._speculators import check_verifier, speculator_of
@@ -65,13 +66,16 @@ def _speculator_findings(facts: LaunchFacts, method: str, version: str | None) -
     support = release_support(version)
     if support is not None and speculator.speculators_format:
         findings.append(check_speculators_type(speculator.speculators_type, support, version))
-    return findings
+    if support is not None:
+        findings.append(check_drafter_class(method, speculator.architecture, support, version))
+    return [finding for finding in findings if finding is not None]
 
 
 def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """The checks above for the plan's method, in report order; without speculation, why there is none."""
+    lossy = check_lossy_rejection(facts.request.extra_args, facts.vllm.version, release_support(facts.vllm.version))
     if decided.speculative is None:
-        return [_no_speculation_finding(facts, decided)]
+        return [_no_speculation_finding(facts, decided), *([lossy] if lossy else [])]
     method, version = decided.speculative.resolved_method, facts.vllm.version
     support = release_support(version)
     findings = [_ranking_finding(facts), *_speculator_findings(facts, method, version)]
@@ -80,4 +84,5 @@ def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
         findings.append(check_method_options(method, given_method_options(facts.request), support, version))
     findings.append(check_method_package(method, facts.vllm.root))
     findings.append(check_async_for_method(method, facts.request.extra_args))
+    findings.append(lossy)
     return [finding for finding in findings if finding is not None]

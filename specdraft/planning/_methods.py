@@ -3,9 +3,10 @@ serving vLLM beyond the method's name (checked per release from ``data/release_s
 
 - ``draft_model``: a smaller Gemma 4 (E2B/E4B) run as an independent model;
 - ``mtp``: the target's MTP assistant (``google/gemma-4-*-it-assistant``), sharing its KV cache;
-- ``eagle3`` / ``dflash``: a speculators-format drafter (``_speculators``) that reads the target's hidden states,
-  so the target's class must implement ``SupportsEagle3`` in the release, and the release's speculators loader
-  must know the checkpoint's ``speculators_model_type``;
+- ``eagle3`` / ``dflash`` / ``dspark``: a speculators-format drafter (``_speculators``) that reads the target's
+  hidden states, so the target's class must implement ``SupportsEagle3`` in the release, and the release's
+  speculators loader must know the checkpoint's ``speculators_model_type``; a Gemma 4 DSpark drafter in its own
+  format needs the release's ``Gemma4DSparkModel`` (0.26.0 on);
 - ``ngram`` (prompt lookup on the CPU), ``ngram_gpu`` (on the GPU), ``suffix`` (suffix trees, Arctic
   Inference's ``arctic_inference`` package in the serving interpreter): no draft checkpoint; their options are
   ``SpeculativeConfig`` fields the release defines (``method_options``).
@@ -18,6 +19,7 @@ decoding" through 0.32.0, "Async scheduling is not supported by the V1 model run
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -46,6 +48,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(name="mtp", proposer="MTP assistant", async_scheduling=True),
     Method(name="eagle3", proposer="speculator", async_scheduling=True),
     Method(name="dflash", proposer="speculator", async_scheduling=True),
+    # DSpark runs on Model Runner V2 only, which vLLM forces for it (VllmConfig._use_v2_model_runner, 0.25.0 on)
+    Method(name="dspark", proposer="speculator", async_scheduling=True),
     Method(name="ngram", proposer="none", async_scheduling=False),
     Method(name="ngram_gpu", proposer="none", async_scheduling=True),
     Method(name="suffix", proposer="none", async_scheduling=False, package="arctic_inference"),
@@ -74,6 +78,21 @@ def check_hidden_state_target(method: str, target_architectures: Sequence[str], 
                            f"so a {method} drafter gets no hidden states ('Model does not support EAGLE3 interface')",
                    hint=_first(lambda r: any(a in r.gemma4_eagle3_architectures for a in target_architectures),
                                "it"))
+
+
+def check_drafter_class(method: str, architecture: str | None, support: ReleaseSupport,
+                        version: str) -> Finding | None:
+    """A drafter in its own format is built from the class its config names, which the release must register.
+    Without ``Gemma4DSparkModel`` (before 0.26.0) vLLM takes a DSpark config that is not ``Qwen3DSparkModel`` for
+    DeepSeek-V4's, whose weights ship inside the target (``SpeculativeConfig.__post_init__``, 0.25.x)."""
+    if architecture is None:
+        return None
+    if architecture in support.gemma4_architectures:
+        return Finding(level="ok", check="drafter-class", message=f"vLLM {version} builds {architecture} drafters")
+    return Finding(level="error", check="drafter-class",
+                   message=f"vLLM {version} has no {architecture}: it cannot build this Gemma 4 {method} drafter "
+                           "(it would take it for DeepSeek-V4's DSpark stages, which ship inside the target)",
+                   hint=_first(lambda r: architecture in r.gemma4_architectures, architecture))
 
 
 def check_speculators_type(speculators_type: str, support: ReleaseSupport, version: str) -> Finding:
@@ -128,3 +147,57 @@ def check_async_for_method(method: str, extra_args: Sequence[str]) -> Finding | 
                    message=f"--async-scheduling given with method {method}: vLLM's V1 model runner schedules ahead "
                            "only for EAGLE/MTP/draft model/n-gram GPU speculation and refuses it here",
                    hint="drop --async-scheduling after --")
+
+
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"
+LOSSY_REJECTION_METHODS = {
+    "fly": "vLLM 0.33.0's vllm/config/speculative.py:2032, SpeculativeConfig._verify_args: 'FLy verification is a "
+           "lossy speculative decoding method and may degrade model outputs'",
+}
+"""Rejection-sampling methods that accept draft tokens the target would not have produced, with the vLLM source
+that says so."""
+
+
+def given_rejection_method(extra_args: Sequence[str]) -> str | None:
+    """The ``rejection_sample_method`` the user passes to vLLM after ``--``: in ``--speculative-config JSON`` (or
+    ``=JSON``), or in vLLM's dotted form ``--speculative-config.rejection_sample_method VALUE`` (or ``=VALUE``;
+    ``FlexibleArgumentParser`` reads the value as JSON, else as a string); vLLM reads ``_`` and ``-`` alike in an
+    option's name. The last one given wins, as in vLLM's parser."""
+    found = None
+    for i, arg in enumerate(extra_args):
+        name, eq, inline = arg.partition("=")
+        option, dot, key = name.partition(".")
+        if option.replace("_", "-") != SPECULATIVE_CONFIG_FLAG:
+            continue
+        value = inline if eq else (extra_args[i + 1] if i + 1 < len(extra_args) else "")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        if not dot and isinstance(parsed, dict) and isinstance(parsed.get("rejection_sample_method"), str):
+            found = parsed["rejection_sample_method"]
+        elif dot and key == "rejection_sample_method" and isinstance(parsed, str):
+            found = parsed
+    return found
+
+
+def check_lossy_rejection(extra_args: Sequence[str], version: str | None,
+                          support: ReleaseSupport | None = None) -> Finding | None:
+    """A rejection-sampling method the release does not define is refused by vLLM; a lossy one (``fly``) serves,
+    but its outputs are no longer the target's: a warning naming the vLLM line that says so."""
+    method = given_rejection_method(extra_args)
+    if method is None:
+        return None
+    if support is not None and method not in support.rejection_sample_methods:
+        return Finding(level="error", check="rejection-sample-method",
+                       message=f"rejection_sample_method {method!r} (in {SPECULATIVE_CONFIG_FLAG} after --) is not a "
+                               f"choice of vLLM {version} ({', '.join(support.rejection_sample_methods)})",
+                       hint=_first(lambda r: method in r.rejection_sample_methods, method))
+    if method in LOSSY_REJECTION_METHODS:
+        return Finding(level="warning", check="rejection-sample-method",
+                       message=f"rejection_sample_method {method!r} is lossy: it accepts draft tokens the target "
+                               "would have rejected, so the outputs differ from the target's alone "
+                               f"({LOSSY_REJECTION_METHODS[method]})",
+                       hint="for outputs identical to the target's, drop rejection_sample_method (vLLM's standard "
+                            "rejection sampling is lossless)")
+    return None

@@ -17,6 +17,8 @@ Four facts per release, each from one place in the tree (vLLM is never imported)
 - ``gemma4_eagle3_architectures``: the Gemma 4 model classes that implement ``SupportsEagle3`` (bases in
   ``vllm/model_executor/models/gemma4*.py``): only they give EAGLE-3 and DFlash drafters the target's hidden
   states ("Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested" otherwise);
+- ``rejection_sample_methods``: the ``RejectionSampleMethod`` literal of ``vllm/config/speculative.py`` (the
+  ``rejection_sample_method`` values ``--speculative-config`` accepts; ``fly``, lossy, from 0.33.0);
 - ``method_options``: per method without a draft checkpoint, the ``SpeculativeConfig`` fields that tune it
   (``prompt_lookup_*`` for ``ngram`` / ``ngram_gpu``, ``suffix_decoding_*`` for ``suffix``).
 
@@ -48,6 +50,7 @@ class ReleaseSupport(BaseModel):
     speculators_types: tuple[str, ...]
     gemma4_eagle3_architectures: tuple[str, ...]
     method_options: dict[str, tuple[str, ...]]
+    rejection_sample_methods: tuple[str, ...]
 
 
 # The SpeculativeConfig fields that belong to a method without a draft checkpoint, by name prefix.

@@ -52,7 +52,7 @@ class LaunchRequest(BaseModel):
     target: str
     """Target checkpoint: local directory or Hugging Face repo id."""
     draft: str | None = None
-    """Draft checkpoint (a smaller Gemma 4, an MTP assistant, or an EAGLE-3 / DFlash speculator): local
+    """Draft checkpoint (a smaller Gemma 4, an MTP assistant, or an EAGLE-3 / DFlash / DSpark speculator): local
     directory or Hugging Face repo id; unset for ngram, ngram_gpu, suffix and none."""
     profile: ProfileName = "dgx-spark"
     """GPU profile for the memory plan."""
@@ -64,7 +64,7 @@ class LaunchRequest(BaseModel):
     """Speculative method; auto ranks every method the target, the draft and the release allow by predicted
     speedup and takes the fastest (none where no K is predicted to pay); none serves the target alone, the same
     plan without --speculative-config (the baseline for bench --compare); unset: the draft's (mtp for an
-    assistant, eagle3/dflash for a speculator, draft_model otherwise), auto without a draft."""
+    assistant, eagle3/dflash/dspark for a speculator, draft_model otherwise), auto without a draft."""
     prompt_lookup_min: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
     """ngram / ngram_gpu: the shortest n-gram matched against the context; unset: vLLM's."""
     prompt_lookup_max: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SpeculativeMethod = Literal["draft_model", "mtp", "ngram", "ngram_gpu", "suffix", "eagle", "eagle3", "dflash",
                             "dspark"]
-RejectionSampleMethod = Literal["standard", "synthetic", "block", "strict", "probabilistic"]
+RejectionSampleMethod = Literal["standard", "synthetic", "block", "fly", "strict", "probabilistic"]
 
 # Methods whose proposer is a second checkpoint named by `model`.
 METHODS_WITH_DRAFT_MODEL = frozenset({"draft_model", "mtp", "eagle", "eagle3", "dflash", "dspark"})
@@ -42,7 +42,8 @@ class SpeculativeConfig(BaseModel):
     revision: str | None = None
     """Hub revision (branch, tag or commit) of the draft checkpoint."""
     rejection_sample_method: RejectionSampleMethod | None = None
-    """``standard`` (exact rejection sampling) or ``synthetic`` (forced acceptance, for benchmarking)."""
+    """``standard`` (exact rejection sampling), ``synthetic`` (forced acceptance, for benchmarking) or ``fly``
+    (vLLM 0.33.0: lossy, the outputs then differ from the target's)."""
     synthetic_acceptance_rates: list[float] | None = None
     """Per-position forced acceptance rates, non-increasing, one per speculative token (synthetic only)."""
     synthetic_acceptance_length: float | None = None

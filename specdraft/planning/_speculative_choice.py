@@ -161,9 +161,9 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
         return speculator.speculative_tokens, "the speculator's own speculative_tokens (speculators_config)"
     default = default_num_speculative_tokens(request.profile, method != "draft_model",
                                              moe_target and method in ("draft_model", "mtp"))
-    if method in ("eagle3", "dflash"):
-        return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3 and DFlash drafters run on "
-                           "vLLM's EAGLE proposer like it; not measured for them)")
+    if method in ("eagle3", "dflash", "dspark"):
+        return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3, DFlash and DSpark drafters "
+                           "read the target's hidden states like it; not measured for them)")
     return default.k, default.reason
 
 

@@ -1,11 +1,17 @@
-"""Speculators-format drafters (EAGLE-3, DFlash; https://github.com/vllm-project/speculators): what their
+"""Speculators-format drafters (EAGLE-3, DFlash, DSpark; https://github.com/vllm-project/speculators): what their
 ``config.json`` says and whether it fits the target beside it.
 
 A speculators checkpoint names the model it was trained on in ``speculators_config.verifier`` and carries
 its drafter's shape in ``transformer_layer_config``; vLLM maps ``speculators_model_type`` to a method
-(``SpeculatorsConfig.build_vllm_speculative_config``: ``peagle`` -> ``eagle3``, ``dflash2`` -> ``dflash``).
-An EAGLE-3 or DFlash drafter reads the target's hidden states at ``eagle_aux_hidden_state_layer_ids`` /
-``aux_hidden_state_layer_ids``, so it only works beside the verifier it was trained for.
+(``SpeculatorsConfig.build_vllm_speculative_config``: ``peagle`` -> ``eagle3``, ``dflash2`` -> ``dflash``,
+``dspark`` -> ``dspark``). An EAGLE-3, DFlash or DSpark drafter reads the target's hidden states at
+``eagle_aux_hidden_state_layer_ids`` / ``aux_hidden_state_layer_ids``, so it only works beside the verifier it
+was trained for.
+
+vLLM loads a speculators ``dspark`` config as ``Qwen3DSparkModel`` in every release that registers the type
+(``update_dspark`` in vllm/transformers_utils/configs/speculators/algos.py, 0.25.0-0.33.0); ``Gemma4DSparkModel``
+(vllm/model_executor/models/gemma4_dspark.py, 0.26.0 on) serves a Gemma 4 DSpark drafter in its own format: a
+config whose ``architectures`` name that class, with ``target_layer_ids`` and ``block_size`` at its top level.
 """
 
 from __future__ import annotations
@@ -40,8 +46,10 @@ class Speculator(BaseModel):
     aux_layer_ids: tuple[int, ...]
     """The target layers whose hidden states it reads."""
     speculators_format: bool = True
-    """False for a DFlash checkpoint in its own format (a ``dflash_config``, e.g. z-lab's), which vLLM's
-    ``dflash`` reads without its speculators loader."""
+    """False for a DFlash checkpoint in its own format (a ``dflash_config``, e.g. z-lab's) or a Gemma 4 DSpark
+    drafter in its own (``Gemma4DSparkModel``), which vLLM reads without its speculators loader."""
+    architecture: str | None = None
+    """The drafter class a checkpoint in its own format names (``Gemma4DSparkModel``): the release must have it."""
 
 
 def _mapping(value: object) -> Mapping:
@@ -57,7 +65,7 @@ def read_speculator(config: Mapping) -> Speculator | None:
     reads as unknown (None or empty), never as an error here: vLLM's loader and the checks judge it."""
     kind = config.get("speculators_model_type")
     if not isinstance(kind, str):
-        return _native_dflash(config)
+        return _native_dspark(config) or _native_dflash(config)
     spec = _mapping(config.get("speculators_config"))
     proposals = spec.get("proposal_methods")
     first = _mapping(proposals[0]) if isinstance(proposals, list) and proposals else {}
@@ -85,15 +93,37 @@ def _native_dflash(config: Mapping) -> Speculator | None:
                       aux_layer_ids=tuple(i for i in ids if isinstance(i, int)) if isinstance(ids, list) else ())
 
 
+GEMMA4_DSPARK = "Gemma4DSparkModel"
+
+
+def _native_dspark(config: Mapping) -> Speculator | None:
+    """A Gemma 4 DSpark drafter in its own format (``architectures: [Gemma4DSparkModel]``): vLLM reads its
+    zero-based ``target_layer_ids`` (or ``dspark_target_layer_ids``) and, with no K given, drafts ``block_size``
+    tokens (``SpeculativeConfig.__post_init__``, ``use_dspark()``)."""
+    architectures = config.get("architectures")
+    if not isinstance(architectures, list) or GEMMA4_DSPARK not in architectures:
+        return None
+    ids = config.get("dspark_target_layer_ids") or config.get("target_layer_ids")
+    return Speculator(speculators_type="dspark", method="dspark", verifier=None,
+                      speculative_tokens=_int(config.get("block_size")) or _int(config.get("dspark_block_size")),
+                      hidden_size=_int(config.get("hidden_size")), speculators_format=False, architecture=GEMMA4_DSPARK,
+                      aux_layer_ids=tuple(i for i in ids if isinstance(i, int)) if isinstance(ids, list) else ())
+
+
+# Name markers of published speculators, most specific first (".dflash2" also contains "dflash").
+_NAMED_TYPES = ("dflash2", "dflash", "dspark", "eagle3")
+
+
 def speculator_from_name(ref: str) -> Speculator | None:
-    """What a speculator's repo name says (``RedHatAI/gemma-4-31B-it-speculator.eagle3``): its method, and its
-    verifier where the name carries a Gemma 4 size; None for a name that marks no speculator."""
+    """What a speculator's repo name says (``RedHatAI/gemma-4-31B-it-speculator.eagle3``): its speculators type and
+    method, and its verifier where the name carries a Gemma 4 size; None for a name that marks no speculator."""
     name = ref.lower()
-    kind = next((k for k in ("dflash", "eagle3") if k in name), None)
+    kind = next((k for k in _NAMED_TYPES if k in name), None)
     if kind is None:
         return None
-    return Speculator(speculators_type=kind, method=kind, verifier=rules_for({}).base_repo_for(ref),
-                      speculative_tokens=None, hidden_size=None, aux_layer_ids=())
+    return Speculator(speculators_type=kind, method=_METHOD_OF_TYPE.get(kind, kind),
+                      verifier=rules_for({}).base_repo_for(ref), speculative_tokens=None, hidden_size=None,
+                      aux_layer_ids=())
 
 
 def speculator_of(checkpoint: Checkpoint) -> Speculator | None:
@@ -112,7 +142,8 @@ def _shape_problems(speculator: Speculator, target_text: Mapping) -> list[str]:
     width, layers = target_text.get("hidden_size"), target_text.get("num_hidden_layers")
     if speculator.hidden_size and width and speculator.hidden_size != width:
         problems.append(f"it reads hidden states {speculator.hidden_size} wide, the target's are {width}")
-    # speculators number DFlash's layers from 1 (vLLM subtracts one), EAGLE-3's and dflash_config's from 0:
+    # speculators number DFlash's and DSpark's layers from 1 (vLLM subtracts one), EAGLE-3's, dflash_config's and
+    # Gemma4DSparkModel's target_layer_ids from 0:
     # an id above the target's layer count is out of range either way
     beyond = [i for i in speculator.aux_layer_ids if layers and i > layers]
     if beyond:

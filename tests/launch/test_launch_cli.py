@@ -234,7 +234,7 @@ def test_help_documents_every_field_of_the_request_with_its_docstring(specdraft_
         assert option in text, name
         first_words = " ".join(field.description.replace("``", "").rstrip(".").split()[1:4])
         assert first_words in text, (name, first_words)
-    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,ngram,ngram_gpu,suffix,auto,none}" in text
+    assert "--profile {dgx-spark,h100,h200}" in text and "--method {draft_model,mtp,eagle3,dflash,dspark,ngram,ngram_gpu,suffix,auto,none}" in text
     assert "unset: auto (bf16, measured faster than fp8 on H200)" in " ".join(text.split())
     assert "(default: apply)" in text
 

@@ -362,7 +362,7 @@ def test_the_published_31b_speculators_plan_offline_from_their_shipped_configs()
     """Named, not downloaded: their own config ships, so the plan knows their shape, size and verifier."""
     from specdraft.planning import LaunchRequest, build_launch_plan
 
-    for kind, gib in (("eagle3", 4.2), ("dflash", 7.7)):
+    for kind, gib in (("eagle3", 4.2), ("dflash", 7.7), ("dspark", 7.8)):
         draft = inspect_checkpoint(f"RedHatAI/gemma-4-31B-it-speculator.{kind}")
         assert draft.source == "shape-facts" and draft.config["speculators_model_type"] == kind
         assert round(draft.weight_bytes / 2**30, 1) == gib
@@ -392,9 +392,10 @@ def test_the_eagle3_parameter_count_matches_the_published_size():
 
 @pytest.mark.parametrize("target, drafters", [
     (TARGET_31B, ["google/gemma-4-31B-it-assistant", "RedHatAI/gemma-4-31B-it-speculator.eagle3",
-                  "RedHatAI/gemma-4-31B-it-speculator.dflash"]),
+                  "RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.dspark"]),
     ("nvidia/Gemma-4-31B-IT-NVFP4", ["google/gemma-4-31B-it-assistant", "RedHatAI/gemma-4-31B-it-speculator.eagle3",
-                                     "RedHatAI/gemma-4-31B-it-speculator.dflash"]),
+                                     "RedHatAI/gemma-4-31B-it-speculator.dflash",
+                                     "RedHatAI/gemma-4-31B-it-speculator.dspark"]),
     (TARGET_26B, ["google/gemma-4-26B-A4B-it-assistant"]),
 ])
 def test_the_published_drafters_of_a_target_are_its_assistant_then_its_speculators(target, drafters):
@@ -412,7 +413,7 @@ def test_auto_without_a_draft_ranks_the_published_drafters_to_download_apart():
     assert {row.draft for row in ranking.ranked} == {None}
     assert ranking.chosen.method == "ngram_gpu"
     assert [(row.method, row.draft) for row in ranking.to_download][0] == ("mtp", "google/gemma-4-31B-it-assistant")
-    assert {row.method for row in ranking.to_download} == {"mtp", "eagle3", "dflash"}
+    assert {row.method for row in ranking.to_download} == {"mtp", "eagle3", "dflash", "dspark"}
     assert ranking.better_download.predicted_speedup > 2 * ranking.chosen.predicted_speedup
     text = "\n".join(ranking.lines())
     assert "mtp with google/gemma-4-31B-it-assistant: K = 8" in text

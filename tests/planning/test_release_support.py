@@ -71,6 +71,8 @@ def test_the_method_facts_are_in_the_source_text(release, version):
     assert algos.count("@register_speculator(") == len(facts.speculators_types)
     speculative = (package / "config" / "speculative.py").read_text()
     assert all(f"\n    {field}:" in speculative for options in facts.method_options.values() for field in options)
+    literal = next(line for line in speculative.splitlines() if line.startswith("RejectionSampleMethod = Literal["))
+    assert literal == "RejectionSampleMethod = Literal[" + ", ".join(f'"{m}"' for m in facts.rejection_sample_methods) + "]"
     models = "".join(path.read_text() for path in (package / "model_executor" / "models").glob("gemma4*.py"))
     header = models[models.index("class Gemma4ForConditionalGeneration("):][:400]
     assert ("SupportsEagle3" in header.split("):")[0]) == ("Gemma4ForConditionalGeneration"
@@ -80,6 +82,15 @@ def test_the_method_facts_are_in_the_source_text(release, version):
 def test_gemma4_targets_feed_eagle3_drafters_from_0_19_1():
     assert release_support("0.19.0").gemma4_eagle3_architectures == ()
     assert "Gemma4ForConditionalGeneration" in release_support("0.19.1").gemma4_eagle3_architectures
+
+
+def test_lossy_fly_rejection_arrives_in_0_33_0_and_dspark_s_gemma4_drafter_in_0_26_0():
+    assert "fly" not in release_support("0.32.0").rejection_sample_methods
+    assert release_support("0.33.0").rejection_sample_methods == ("standard", "synthetic", "block", "fly")
+    assert release_support("0.20.2").rejection_sample_methods == ("strict", "probabilistic", "synthetic")
+    assert "dspark" in release_support("0.25.0").speculators_types
+    assert "Gemma4DSparkModel" not in release_support("0.25.1").gemma4_architectures
+    assert "Gemma4DSparkModel" in release_support("0.26.0").gemma4_architectures
 
 
 def test_dflash_speculators_load_from_0_20_0():

@@ -127,6 +127,7 @@ def read_release_support(vllm_root: Path) -> ReleaseSupport | None:
         speculators_types=tuple(sorted(set(_registered_speculators(speculators)))),
         gemma4_eagle3_architectures=tuple(a for a in architectures if a in _eagle3_classes(models)),
         method_options=_method_options(speculative, methods),
+        rejection_sample_methods=tuple(_expand_literal("RejectionSampleMethod", aliases)),
     )
 
 
