@@ -65,7 +65,8 @@ def measured_acceptance(request: LaunchRequest) -> dict[str, tuple[float, ...]]:
     """``--acceptance-from METHOD=RESULT.json``: that method's per-position acceptance, measured by bench."""
     if request.acceptance_from is None:
         return {}
-    from specdraft.bench import acceptance_from_result, load_result
+    from specdraft.bench import load_result
+    from specdraft.speed import acceptance_from_result
 
     method, path = request.acceptance_from.split("=", 1)
     return {method: acceptance_from_result(load_result(Path(path)))}

@@ -34,7 +34,7 @@ def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, para
                    thinking: bool, positions: int) -> ModelledCosts | str:
     """The costs for this launch (``parallel``: its engine's TP and PP sizes), or why there are none (a sentence for
     the plan's reason)."""
-    from specdraft.bench import known_batch_step_costs  # here: specdraft.bench loads its HTTP client
+    from specdraft.speed import known_batch_step_costs  # here: specdraft.bench loads its HTTP client
 
     if profile not in MEASURED_PROFILES:
         return f"no step costs per batch size were measured on a {profile} (only on an H200)"

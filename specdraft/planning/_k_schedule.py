@@ -175,7 +175,7 @@ def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
 
 def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
     """The best K at one measured batch size by tune's model with this level's c."""
-    from specdraft.bench import recommend  # here: specdraft.bench loads its HTTP client
+    from specdraft.speed import recommend  # here: specdraft.bench loads its HTTP client
 
     k = level.server_k
     cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
@@ -225,7 +225,7 @@ def data_parallel_size_of(extra_args: list[str]) -> int:
 
 def modelled_levels(modelled: ModelledCosts, max_k: int, max_num_seqs: int) -> list[LevelChoice]:
     """tune's best K at each batch size of the shipped step costs up to ``max_num_seqs``."""
-    from specdraft.bench import best_k_per_batch_size, known_batch_step_cost  # loads the HTTP client
+    from specdraft.speed import best_k_per_batch_size, known_batch_step_cost  # loads the HTTP client
 
     choices = best_k_per_batch_size(known_batch_step_cost(modelled.costs_name), modelled.acceptance, max_k=max_k,
                                     up_to=max_num_seqs)
@@ -292,7 +292,7 @@ def _keep_plan_k(decision: KScheduleDecision, plan_k: int, on_v2: bool) -> KSche
 
 def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: int, version: str | None,
                         method: str, max_k: int, data_parallel_size: int, on_v2: bool) -> KScheduleDecision:
-    from specdraft.bench import schedule_ranges  # here: specdraft.bench loads its HTTP client
+    from specdraft.speed import schedule_ranges  # here: specdraft.bench loads its HTTP client
 
     ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
     common = dict(levels=levels, schedule=None, levels_from=basis)

@@ -2,7 +2,7 @@
 inputs ``--method auto`` ranks methods by (``_method_ranking``).
 
 Costs are in target steps, tune's model (``specdraft.bench``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
-They come from the host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
+They come from the host-cost entries (``speed/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
 plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
 step time; H200: ``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7) and the
 26B-A4B (H200: ``draft_model`` and ``mtp`` recalibrated to launch's plans served over HTTP, ``eagle3`` with a
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from specdraft.bench import HostCost, KnownHostCost
+    from specdraft.speed import HostCost, KnownHostCost
 
 # specdraft.bench is imported where it is used: importing it loads the bench client (httpx, rich), which a plan
 # that ranks nothing must not pay for (launch --dry-run's 2 s budget).
@@ -82,7 +82,7 @@ class StepModel(BaseModel):
 
     @property
     def host(self) -> HostCost | None:
-        from specdraft.bench import HostCost
+        from specdraft.speed import HostCost
 
         if self.host_per_step is None:
             return None
@@ -98,7 +98,7 @@ def host_step_ms(profile: str, shape: Shape) -> tuple[float, bool]:
 
 
 def _entry(name: str) -> KnownHostCost:
-    from specdraft.bench import known_host_costs
+    from specdraft.speed import known_host_costs
 
     return known_host_costs()[name]
 
@@ -173,7 +173,7 @@ class AcceptanceDefault(BaseModel):
 
 def _alpha_reproducing(method: str, speedup: float, k: int) -> float:
     """The geometric alpha under which ``step_model(method)`` predicts ``speedup`` at ``k`` (bisection)."""
-    from specdraft.bench import predict_speedup
+    from specdraft.speed import predict_speedup
 
     model = step_model(method)
     low, high = 0.0, 0.999

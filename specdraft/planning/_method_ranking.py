@@ -158,7 +158,7 @@ def measured_shape(target: Checkpoint) -> Shape | None:
 
 def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, measured: Mapping[str, Sequence[float]],
           max_k: int) -> RankedMethod:
-    from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
+    from specdraft.speed import recommend  # the bench client's imports are paid only when methods are ranked
 
     model = step_model(candidate.method, shape, profile)
     if candidate.method in measured:

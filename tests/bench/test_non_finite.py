@@ -107,7 +107,7 @@ def test_a_level_whose_clock_did_not_advance_is_refused_not_nan():
 
 @pytest.mark.parametrize("dtype", ["nan", "inf"])
 def test_a_non_finite_bytes_per_weight_is_refused(dtype):
-    from specdraft.bench._cost import bytes_per_param
+    from specdraft.speed import bytes_per_param
     from specdraft.errors import UserError
 
     with pytest.raises(UserError, match=f"bytes per weight must be a finite number > 0, got {dtype}"):

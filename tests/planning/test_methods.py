@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import predict_speedup
+from specdraft.speed import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
 from specdraft.planning._method_ranking import rank_methods

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from specdraft.bench._cost import cost_ratio_from_step_times
-from specdraft.bench._results import BenchResult, LevelResult, ratio
-from specdraft.bench._tuner import measured_overhead
+from specdraft.speed._cost_ratio import cost_ratio_from_step_times
+from specdraft.bench import BenchResult, LevelResult, ratio
+from specdraft.speed._speedup_model import measured_overhead
 from specdraft.errors import UserError
 
 
