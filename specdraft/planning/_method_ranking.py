@@ -3,7 +3,7 @@ speedup, and turn away the rest with the reason. Drafters published for the targ
 (its MTP assistant, its speculators) are ranked apart, as candidates to download: the choice stays among what
 was asked for.
 
-Each candidate's K is tune's pick (``specdraft.bench.recommend``) for its step model and acceptance
+Each candidate's K is tune's pick (``specdraft.speed.recommend``) for its step model and acceptance
 (``_method_costs``); the ranking is pure: the checkpoints, the release and the measured acceptance are given.
 """
 
@@ -21,6 +21,7 @@ from specdraft.planning._methods import (DRAFTLESS_METHODS, check_hidden_state_t
                                          check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
+from specdraft.speed import recommend
 
 _SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
 """(hidden size, layers) of the target shapes step costs were measured beside."""
@@ -158,8 +159,6 @@ def measured_shape(target: Checkpoint) -> Shape | None:
 
 def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, measured: Mapping[str, Sequence[float]],
           max_k: int) -> RankedMethod:
-    from specdraft.speed import recommend  # the bench client's imports are paid only when methods are ranked
-
     model = step_model(candidate.method, shape, profile)
     if candidate.method in measured:
         rates, basis = tuple(measured[candidate.method]), "measured by bench (given)"
