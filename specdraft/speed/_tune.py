@@ -17,6 +17,8 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specdraft.bench import BenchResult, load_result, ratio, round_ratio
+from specdraft.errors import UserError
 from specdraft.speed._batch_step_costs import best_k_per_batch_size, known_batch_step_cost
 from specdraft.speed._calibration import (
     acceptance_from_result,
@@ -29,7 +31,6 @@ from specdraft.speed._calibration import (
 )
 from specdraft.speed._cost_ratio import estimate_cost_ratio, footprint_of
 from specdraft.speed._known_host_costs import KnownHostCost, known_host_cost
-from specdraft.bench import BenchResult, load_result, ratio, round_ratio
 from specdraft.speed._speedup_model import (
     ExtrapolationMethod,
     HostCost,
@@ -42,7 +43,6 @@ from specdraft.speed._speedup_model import (
     schedule_ranges,
     validate_acceptance,
 )
-from specdraft.errors import UserError
 
 T = TypeVar("T")
 
