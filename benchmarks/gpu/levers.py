@@ -6,8 +6,8 @@ Each results file is one lease of the GPU machine (``docs/gpu/raw/issue7_h100/re
 ``docs/gpu/raw/issue7_mtp_h100/results.jsonl``); a row's speedup divides by the target alone (``k0``, or
 ``k0c4`` for rows sent 4 at a time) of the same lease. Prints a markdown table and writes OUTDIR/levers.json.
 
-tune's prediction for a row comes from ``specdraft.bench.tune`` (what ``specdraft tune`` runs) with the step costs of the row's path, as measured by the torch
-profile of that path (``specdraft/bench/data/host_costs.json``, all taken at K = 3, alpha 0.85):
+tune's prediction for a row comes from ``specdraft.speed.tune`` (what ``specdraft tune`` runs) with the step costs of the row's path, as measured by the torch
+profile of that path (``specdraft/speed/data/host_costs.json``, all taken at K = 3, alpha 0.85):
 - the host line (``--host-costs NAME``), ``c`` = the drafter's GPU time per token / the target step, ``o`` = the
   entry's ``gpu_overhead_ms_per_step``;
 - acceptance as measured by the largest-K run of the same path at that alpha (in the same lease, runner and
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import latest, load, tune_table  # noqa: E402  (beside this script)
 from speedup_plot import ALPHA_COLOURS, Panel, Series, plot_speedup_panels  # noqa: E402
 
-from specdraft.bench import known_host_costs  # noqa: E402
+from specdraft.speed import known_host_costs  # noqa: E402
 
 # The measured step costs of each path: (method, async scheduling) -> host_costs.json entry.
 COSTS = {("draft_model", True): "vllm0.26-draft_model-e2b-async",

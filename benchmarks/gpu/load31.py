@@ -94,7 +94,7 @@ COSTS_ABOUT = ("Step costs per batch size, measured on a lent GPU with benchmark
                "speculative engine's step at each measured K (ms; mean over the acceptance levels measured). tune's "
                "model fits step(K) = fixed + K * per_token through each batch size's K (c = per_token / target step, "
                "o = fixed / target step - 1); launch --max-num-seqs plans K per batch size from it.")
-# What each measured path is, for the shipped step costs (specdraft/bench/data/batch_step_costs.json).
+# What each measured path is, for the shipped step costs (specdraft/speed/data/batch_step_costs.json).
 PATH_FACTS = {
     "draft_model": dict(drafter="E2B-shaped (35 layers, 20 KV-shared), bf16, async scheduling",
                         key="draft_model-e2b-async"),

@@ -12,7 +12,7 @@ reads the 26B-A4B rows instead (``e3m3``, ``mm*``, ``md*``); the lane calls that
 alone, so name with them the file of the machine whose ``m0`` they divide by (section 6's rule: the first
 machine's, ``issue17_h200``). ``--entries`` prints, per path, the host-cost figures its entry ships (``shipped``,
 by the rule ``entry_figures`` states), the profile they start from (moe26.py's ``host_entry``, the arithmetic of
-every entry in specdraft/bench/data/host_costs.json) and the lines fitted to its measured step times, then stops.
+every entry in specdraft/speed/data/host_costs.json) and the lines fitted to its measured step times, then stops.
 Otherwise tune predicts every row from the shipped entries (``COSTS``) and the acceptance the path's largest K
 measured at that alpha. Writes OUTDIR/methods.json (``methods-26b.json`` for the 26B).
 """

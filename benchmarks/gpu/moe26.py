@@ -8,7 +8,7 @@ RESULTS.jsonl is one lease of the GPU machine (``docs/gpu/raw/moe26_*/results.js
 with ``--also`` (a results.jsonl or a lane's ``laneI.jsonl`` / ``laneI-results.jsonl`` of another machine) uses its
 own ``m0`` when it has one, else the first file's, and tune's prediction for the row uses that target step too.
 
-tune's prediction for a row uses the step costs of the row's path from ``specdraft/bench/data/host_costs.json``
+tune's prediction for a row uses the step costs of the row's path from ``specdraft/speed/data/host_costs.json``
 (entries ``COSTS`` below): the host line (``--host-costs NAME``: a least-squares fit to the path's measured step
 times, ``fitted_line``), ``c`` = drafter GPU time per token / target step and ``o`` = the entry's
 ``gpu_overhead_ms_per_step`` (both from the ``md3`` / ``mm3`` profiles at alpha 0.85), and acceptance as measured

@@ -15,17 +15,19 @@ import sys
 
 from specdraft.bench import (
     BUILTIN_PROMPTS,
-    DEFAULT_TIMEOUT_S,
-    MAX_CONCURRENCY,
-    QUESTION_TIMEOUT_S,
     BenchResult,
-    Progress,
     check_result_path,
     load_prompts,
     load_result,
+    where_speculation_pays,
+)
+from specdraft.bench.client import (
+    DEFAULT_TIMEOUT_S,
+    MAX_CONCURRENCY,
+    Progress,
+    QUESTION_TIMEOUT_S,
     run_bench,
     served_models,
-    where_speculation_pays,
 )
 from specdraft.errors import ExitCode, UserError
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdraft.bench import TuneReport, TuneRequest, known_batch_step_costs, known_host_costs, tune
+from specdraft.speed import TuneReport, TuneRequest, known_batch_step_costs, known_host_costs, tune
 from specdraft.errors import ExitCode, UserError
 
 

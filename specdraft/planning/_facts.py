@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.bench import load_result
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
 from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._k_schedule import LoadTest, read_load_test
@@ -22,6 +23,7 @@ from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculators import speculator_from_name, speculator_of
 from specdraft.planning._speculative_choice import choose_method
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
+from specdraft.speed import acceptance_from_result
 
 API_KEY_VARIABLE = "VLLM_API_KEY"
 """The environment variable vLLM takes its API key from when ``--api-key`` is not given."""
@@ -62,8 +64,6 @@ def measured_acceptance(request: LaunchRequest) -> dict[str, tuple[float, ...]]:
     """``--acceptance-from METHOD=RESULT.json``: that method's per-position acceptance, measured by bench."""
     if request.acceptance_from is None:
         return {}
-    from specdraft.bench import acceptance_from_result, load_result
-
     method, path = request.acceptance_from.split("=", 1)
     return {method: acceptance_from_result(load_result(Path(path)))}
 

@@ -1,5 +1,5 @@
 """What ``launch --max-num-seqs N`` plans K per batch size from without ``--from-bench``: the step costs measured
-per batch size for this method beside this target shape (``specdraft.bench``'s ``data/batch_step_costs.json``),
+per batch size for this method beside this target shape (``specdraft.speed``'s ``data/batch_step_costs.json``),
 and the method's default acceptance (``_method_costs.acceptance_for``). Each rule that finds none says why.
 """
 
@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.checkpoints import Checkpoint
 from specdraft.planning._method_costs import acceptance_for
 from specdraft.planning._moe import is_moe_target
+from specdraft.speed import known_batch_step_costs
 
 MEASURED_PROFILES = ("h100", "h200")
 """Hopper GPUs: the costs were measured on an H200; an H100 takes them (not measured there), as it takes the
@@ -34,8 +35,6 @@ def modelled_costs(method: str, target: Checkpoint | None, *, profile: str, para
                    thinking: bool, positions: int) -> ModelledCosts | str:
     """The costs for this launch (``parallel``: its engine's TP and PP sizes), or why there are none (a sentence for
     the plan's reason)."""
-    from specdraft.bench import known_batch_step_costs  # here: specdraft.bench loads its HTTP client
-
     if profile not in MEASURED_PROFILES:
         return f"no step costs per batch size were measured on a {profile} (only on an H200)"
     if target is None or not target.is_known:

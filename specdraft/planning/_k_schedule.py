@@ -20,10 +20,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from specdraft.bench import load_result
 from specdraft.errors import UserError
 from specdraft.planning._k_costs import ModelledCosts
 from specdraft.planning._model_runner import ModelRunnerChoice
 from specdraft.planning._release_tables import KPerBatchSizeRule, k_per_batch_size_table
+from specdraft.speed import best_k_per_batch_size, known_batch_step_cost, recommend, schedule_ranges
 
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence", "no-speculation"]
 MAX_K = 8
@@ -134,8 +136,6 @@ def no_k_schedule(reason: str) -> KScheduleDecision:
 
 def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
     """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
-    from specdraft.bench import load_result  # here: specdraft.bench loads its HTTP client
-
     result = load_result(path)
     again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
              f"--duration 60 --compare BASELINE_URL --out {path}  (BASELINE_URL: the same launch with --method none)")
@@ -175,8 +175,6 @@ def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
 
 def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
     """The best K at one measured batch size by tune's model with this level's c."""
-    from specdraft.bench import recommend  # here: specdraft.bench loads its HTTP client
-
     k = level.server_k
     cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
     cost_ratio = max(cost_ratio, 0.0) / k
@@ -225,8 +223,6 @@ def data_parallel_size_of(extra_args: list[str]) -> int:
 
 def modelled_levels(modelled: ModelledCosts, max_k: int, max_num_seqs: int) -> list[LevelChoice]:
     """tune's best K at each batch size of the shipped step costs up to ``max_num_seqs``."""
-    from specdraft.bench import best_k_per_batch_size, known_batch_step_cost  # loads the HTTP client
-
     choices = best_k_per_batch_size(known_batch_step_cost(modelled.costs_name), modelled.acceptance, max_k=max_k,
                                     up_to=max_num_seqs)
     return [LevelChoice(batch_size=c.batch_size, measured_k=None, measured_speedup=None, cost_ratio=c.cost_ratio,
@@ -292,8 +288,6 @@ def _keep_plan_k(decision: KScheduleDecision, plan_k: int, on_v2: bool) -> KSche
 
 def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: int, version: str | None,
                         method: str, max_k: int, data_parallel_size: int, on_v2: bool) -> KScheduleDecision:
-    from specdraft.bench import schedule_ranges  # here: specdraft.bench loads its HTTP client
-
     ranges = schedule_ranges([(level.batch_size, level.best_k) for level in levels], last=max_num_seqs)
     common = dict(levels=levels, schedule=None, levels_from=basis)
     if all(level.best_k == 0 for level in levels):

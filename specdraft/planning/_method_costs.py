@@ -1,8 +1,8 @@
 """What one speculative step of each method costs, and how much of a draft each method gets accepted: the two
 inputs ``--method auto`` ranks methods by (``_method_ranking``).
 
-Costs are in target steps, tune's model (``specdraft.bench``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
-They come from the host-cost entries (``bench/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
+Costs are in target steps, tune's model (``specdraft.speed``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
+They come from the host-cost entries (``speed/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
 plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
 step time; H200: ``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7) and the
 26B-A4B (H200: ``draft_model`` and ``mtp`` recalibrated to launch's plans served over HTTP, ``eagle3`` with a
@@ -18,15 +18,11 @@ its source; a ``bench`` result of the user's own server replaces them.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from specdraft.bench import HostCost, KnownHostCost
-
-# specdraft.bench is imported where it is used: importing it loads the bench client (httpx, rich), which a plan
-# that ranks nothing must not pay for (launch --dry-run's 2 s budget).
+from specdraft.speed import HostCost, KnownHostCost, known_host_costs, predict_speedup
 
 Shape = Literal["31b", "26b"]
 """The target shapes step costs were measured beside: the 31B dense and the 26B-A4B MoE."""
@@ -82,8 +78,6 @@ class StepModel(BaseModel):
 
     @property
     def host(self) -> HostCost | None:
-        from specdraft.bench import HostCost
-
         if self.host_per_step is None:
             return None
         return HostCost(self.host_per_step, self.host_per_draft_token or 0.0, self.basis)
@@ -98,8 +92,6 @@ def host_step_ms(profile: str, shape: Shape) -> tuple[float, bool]:
 
 
 def _entry(name: str) -> KnownHostCost:
-    from specdraft.bench import known_host_costs
-
     return known_host_costs()[name]
 
 
@@ -182,8 +174,6 @@ class AcceptanceDefault(BaseModel):
 
 def _alpha_reproducing(method: str, speedup: float, k: int) -> float:
     """The geometric alpha under which ``step_model(method)`` predicts ``speedup`` at ``k`` (bisection)."""
-    from specdraft.bench import predict_speedup
-
     model = step_model(method)
     low, high = 0.0, 0.999
     for _ in range(50):

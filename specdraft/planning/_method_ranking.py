@@ -3,7 +3,7 @@ speedup, and turn away the rest with the reason. Drafters published for the targ
 (its MTP assistant, its speculators) are ranked apart, as candidates to download: the choice stays among what
 was asked for.
 
-Each candidate's K is tune's pick (``specdraft.bench.recommend``) for its step model and acceptance
+Each candidate's K is tune's pick (``specdraft.speed.recommend``) for its step model and acceptance
 (``_method_costs``); the ranking is pure: the checkpoints, the release and the measured acceptance are given.
 """
 
@@ -21,6 +21,7 @@ from specdraft.planning._methods import (DRAFTLESS_METHODS, check_drafter_class,
                                          check_method_package, check_speculators_type)
 from specdraft.planning._release_support import ReleaseSupport, release_support
 from specdraft.planning._speculators import Speculator, check_verifier, speculator_of
+from specdraft.speed import recommend
 
 BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 """Methods whose drafter proposes its whole block in one forward, as wide as it was trained."""
@@ -162,8 +163,6 @@ def measured_shape(target: Checkpoint) -> Shape | None:
 
 def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, measured: Mapping[str, Sequence[float]],
           max_k: int) -> RankedMethod:
-    from specdraft.bench import recommend  # the bench client's imports are paid only when methods are ranked
-
     model = step_model(candidate.method, shape, profile)
     trained = candidate.speculator.speculative_tokens if candidate.speculator is not None else None
     if candidate.method in BLOCK_DRAFTERS and trained:

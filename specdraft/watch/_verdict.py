@@ -1,4 +1,4 @@
-"""Whether speculation pays at the acceptance a server observes: tune's model (``specdraft.bench``) over the step
+"""Whether speculation pays at the acceptance a server observes: tune's model (``specdraft.speed``) over the step
 costs of the served pair, the prediction the plan made, and the K tune would pick instead.
 
 The step costs and the assumed acceptance are launch's own (``planning``'s ``step_model`` and ``acceptance_for``):
@@ -15,7 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.bench import HostCost, SpecDecodeCounters, predict_speedup, recommend, step_cost
+from specdraft.bench import SpecDecodeCounters
+from specdraft.speed import HostCost, predict_speedup, recommend, step_cost
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
 from specdraft.planning import SHAPE_NAMES, acceptance_for, measured_shape, step_model

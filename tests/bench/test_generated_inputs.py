@@ -14,7 +14,7 @@ import signal
 import pytest
 
 from specdraft.cli import main
-from tests.bench.test_calibration import DRAFT, SPEC, TARGET
+from tests.speed.test_calibration import DRAFT, SPEC, TARGET
 
 NUMBERS = ["0", "-1", "nan", "inf", "-inf", "1e308", "1e-320", "abc", "", "1e9", "0.5", "3"]
 CASES = 400

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from specdraft.bench import BenchResult, LevelResult, RequestTiming, Summary, where_speculation_pays
-from specdraft.bench._client import _closed_loop
+from specdraft.bench import BenchResult, LevelResult, Summary, where_speculation_pays
+from specdraft.bench.client import RequestTiming, _closed_loop
 from specdraft.cli import main
 from specdraft.errors import UserError
 

@@ -98,7 +98,7 @@ def test_a_saved_speedup_of_infinity_is_refused(capsys, tmp_path):
 
 
 def test_a_level_whose_clock_did_not_advance_is_refused_not_nan():
-    from specdraft.bench._client import _level_result
+    from specdraft.bench.client import _level_result
     from specdraft.errors import UserError
 
     with pytest.raises(UserError, match="concurrency 2: the level's wall time is 0.0 s"):
@@ -107,7 +107,7 @@ def test_a_level_whose_clock_did_not_advance_is_refused_not_nan():
 
 @pytest.mark.parametrize("dtype", ["nan", "inf"])
 def test_a_non_finite_bytes_per_weight_is_refused(dtype):
-    from specdraft.bench._cost import bytes_per_param
+    from specdraft.speed import bytes_per_param
     from specdraft.errors import UserError
 
     with pytest.raises(UserError, match=f"bytes per weight must be a finite number > 0, got {dtype}"):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from specdraft.bench import MAX_CONCURRENCY
+from specdraft.bench.client import MAX_CONCURRENCY
 from specdraft.cli import main
 from tests.stalls import stalled_server
 

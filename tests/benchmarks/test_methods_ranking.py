@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import known_host_costs, predict_speedup
+from specdraft.speed import known_host_costs, predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._method_costs import step_model
 from specdraft.planning._method_ranking import rank_methods

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import predict_speedup
+from specdraft.speed import predict_speedup
 from specdraft.planning._method_costs import _from_entry
 
 REPO = Path(__file__).resolve().parents[2]

@@ -245,7 +245,7 @@ def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k(rele
     """Each batch size's K is tune's pick from the shipped step costs; vLLM 0.26.0 serves the MTP assistant on
     Model Runner V2 and the E2B draft on V1, and on neither does the schedule's predicted gain over one K cover
     what a schedule costs there, so one K is served."""
-    from specdraft.bench import best_k_per_batch_size, known_batch_step_cost
+    from specdraft.speed import best_k_per_batch_size, known_batch_step_cost
     from specdraft.planning._method_costs import acceptance_for
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import predict_speedup
+from specdraft.speed import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
 from specdraft.planning._method_ranking import rank_methods
@@ -271,7 +271,7 @@ def test_auto_with_an_assistant_chooses_mtp_at_the_rankings_k(tree):
 def test_auto_with_a_bench_acceptance_ranks_by_it(tree, tmp_path):
     """A saved bench result of an MTP server that accepted little: its acceptance, not the default, ranks mtp."""
     from specdraft.bench import SpecDecodeCounters
-    from tests.bench.test_calibration import result
+    from tests.speed.test_calibration import result
 
     path = tmp_path / "mtp.json"
     result("mtp", {1: 30.0}, {1: SpecDecodeCounters(100, 800, 30, (20, 6, 2, 1, 1, 0, 0, 0))}).save(path)

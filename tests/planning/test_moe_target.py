@@ -72,7 +72,7 @@ def test_hopper_default_k_beside_a_moe_target_is_the_measured_one(draft, k):
 def test_spark_default_k_for_a_draft_beside_a_moe_target_is_tunes_pick_from_active_parameters(target, draft):
     """Not measured on a DGX Spark: the default is what tune picks from the bytes each model reads per token
     (the target's active parameters) at alpha 0.85, the dense K = 4 being too long there."""
-    from specdraft.bench import TuneRequest, tune
+    from specdraft.speed import TuneRequest, tune
 
     report = tune(TuneRequest(shapes=(target, draft), per_position_acceptance=(0.85,)))
     plan = build_launch_plan(LaunchRequest(target=target, draft=draft, profile="dgx-spark"))

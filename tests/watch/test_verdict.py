@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from specdraft.bench import SpecDecodeCounters, predict_speedup, recommend
+from specdraft.bench import SpecDecodeCounters
+from specdraft.speed import predict_speedup, recommend
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.cli import main
 from specdraft.errors import UserError

@@ -10,8 +10,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specdraft.bench._tuner import HostCost, host_cost_from_ms
-from specdraft.bench._named_data import named_entry, read_named_entries
+from specdraft.speed._named_tables import named_entry, read_named_entries
+from specdraft.speed._speedup_model import HostCost, host_cost_from_ms
 
 
 class KnownHostCost(BaseModel):

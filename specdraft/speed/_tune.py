@@ -17,8 +17,10 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specdraft.bench._batch_costs import best_k_per_batch_size, known_batch_step_cost
-from specdraft.bench._calibration import (
+from specdraft.bench import BenchResult, load_result, ratio, round_ratio
+from specdraft.errors import UserError
+from specdraft.speed._batch_step_costs import best_k_per_batch_size, known_batch_step_cost
+from specdraft.speed._calibration import (
     acceptance_from_result,
     cost_ratio_from_results,
     fit_step_costs,
@@ -27,10 +29,9 @@ from specdraft.bench._calibration import (
     speculative_step_ms,
     step_ms,
 )
-from specdraft.bench._cost import estimate_cost_ratio, footprint_of
-from specdraft.bench._host_costs import KnownHostCost, known_host_cost
-from specdraft.bench._results import BenchResult, load_result, ratio, round_ratio
-from specdraft.bench._tuner import (
+from specdraft.speed._cost_ratio import estimate_cost_ratio, footprint_of
+from specdraft.speed._known_host_costs import KnownHostCost, known_host_cost
+from specdraft.speed._speedup_model import (
     ExtrapolationMethod,
     HostCost,
     Recommendation,
@@ -42,7 +43,6 @@ from specdraft.bench._tuner import (
     schedule_ranges,
     validate_acceptance,
 )
-from specdraft.errors import UserError
 
 T = TypeVar("T")
 

@@ -4,11 +4,8 @@ import json
 
 import pytest
 
-from specdraft.bench import (
-    BenchResult,
-    LevelResult,
-    SpecDecodeCounters,
-    Summary,
+from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
+from specdraft.speed import (
     acceptance_from_result,
     cost_ratio_from_results,
     fit_step_costs,

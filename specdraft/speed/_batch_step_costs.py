@@ -14,10 +14,10 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specdraft.bench._calibration import StepCostFit, fit_step_costs
-from specdraft.bench._named_data import named_entry, read_named_entries
-from specdraft.bench._tuner import recommend
 from specdraft.errors import UserError
+from specdraft.speed._calibration import StepCostFit, fit_step_costs
+from specdraft.speed._named_tables import named_entry, read_named_entries
+from specdraft.speed._speedup_model import recommend
 
 
 class BatchLevel(BaseModel):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from specdraft.bench import (
+from specdraft.speed import (
     SchedulePoint,
     conditional_acceptance,
     extend_acceptance,

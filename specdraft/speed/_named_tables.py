@@ -15,8 +15,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_named_entries(filename: str, model: type[M]) -> dict[str, M]:
-    """Name -> entry of ``specdraft/bench/data/<filename>``, each validated as ``model`` (with its ``name``)."""
-    text = resources.files("specdraft.bench").joinpath(f"data/{filename}").read_text()
+    """Name -> entry of ``specdraft/speed/data/<filename>``, each validated as ``model`` (with its ``name``)."""
+    text = resources.files("specdraft.speed").joinpath(f"data/{filename}").read_text()
     return {name: model(name=name, **entry) for name, entry in json.loads(text).items() if not name.startswith("_")}
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from specdraft.bench._cost import cost_ratio_from_step_times
-from specdraft.bench._results import BenchResult, LevelResult, ratio
-from specdraft.bench._tuner import measured_overhead
+from specdraft.bench import BenchResult, LevelResult, ratio
 from specdraft.errors import UserError
+from specdraft.speed._cost_ratio import cost_ratio_from_step_times
+from specdraft.speed._speedup_model import measured_overhead
 
 
 def _level(result: BenchResult, concurrency: int | None, role: str) -> LevelResult:

@@ -1,5 +1,6 @@
 """The benchmark client: streams requests to an OpenAI-compatible vLLM server, times every token,
-and reads ``/metrics`` before and after each concurrency level."""
+and reads ``/metrics`` before and after each concurrency level. Imported by name (``specdraft.bench.client``),
+never by ``specdraft.bench`` itself: only what sends requests pays for httpx."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import (
+from specdraft.speed import (
     BatchLevel,
     BatchStepCosts,
     TuneRequest,
@@ -20,7 +20,7 @@ from specdraft.bench import (
 from specdraft.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "specdraft/bench/data/batch_step_costs.json"
+SHIPPED = REPO / "specdraft/speed/data/batch_step_costs.json"
 MTP, DRAFT = "vllm0.26-mtp-31b-assistant-h200", "vllm0.26-draft_model-e2b-async-h200"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import HostCost, host_cost_from_ms, host_cost_named, known_host_costs, recommend, step_cost
+from specdraft.speed import HostCost, host_cost_from_ms, host_cost_named, known_host_costs, recommend, step_cost
 from specdraft.cli import main
 from specdraft.errors import UserError
 

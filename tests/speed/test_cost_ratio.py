@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from specdraft.bench import (
+from specdraft.speed import (
     bytes_per_param,
     cost_ratio_from_step_times,
     decode_footprint,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.bench import known_host_costs, host_cost_named, recommend
+from specdraft.speed import host_cost_named, known_host_costs, recommend
 
 REPO = Path(__file__).resolve().parents[2]
 RAW = REPO / "docs/gpu/raw"

@@ -5,7 +5,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from specdraft.bench import KnownHostCost, TuneRequest, known_host_costs, resolve_tune_inputs, tune
+from specdraft.speed import KnownHostCost, TuneRequest, known_host_costs, resolve_tune_inputs, tune
 from specdraft.cli import main
 
 MTP = "vllm0.26-mtp-31b-assistant"

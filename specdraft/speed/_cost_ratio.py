@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from specdraft.checkpoints import inspect_checkpoint
 from specdraft.errors import UserError
 from specdraft.families import FAMILIES, family_with_layer_formula, rules_for
-from specdraft.checkpoints import inspect_checkpoint
 from specdraft.model_config import read_model_config
 
 BYTES_PER_PARAM: dict[str, float] = {
