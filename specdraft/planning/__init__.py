@@ -13,7 +13,8 @@ from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.checkpoints import Checkpoint, Quantization, inspect_checkpoint
 from specdraft.families import LayerKV
-from specdraft.planning._checks import PairFacts, check_pair, needs_hybrid_manager_disabled
+from specdraft.planning._checks import PairFacts, check_pair
+from specdraft.planning._hybrid_kv import needs_hybrid_manager_disabled
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import API_KEY_VARIABLE, LaunchFacts, gather_facts
 from specdraft.planning._flag_rules import SERVE_FLAG_RULES, FlagRule, serve_flags

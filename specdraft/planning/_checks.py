@@ -16,6 +16,7 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
+from specdraft.planning._hybrid_kv import HYBRID_FLAG, needs_hybrid_manager_disabled
 from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._moe import is_moe_target, stores_experts_apart
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
@@ -25,9 +26,6 @@ from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfi
 from specdraft.planning._template_choice import CheckpointComparison
 from specdraft.planning._vllm_install import VllmFacts
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
-
-HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
-
 
 class PairFacts(BaseModel):
     """What the checks judge: the pair, the config and flags the plan chose, the serving vLLM."""
@@ -169,18 +167,6 @@ def check_max_model_len(max_model_len: int, target: Checkpoint, draft: Checkpoin
                                + " and ".join(too_long),
                        hint=f"pass --max-model-len {longest}")
     return _ok("max-model-len", f"{max_model_len} within " + ", ".join(f"{r} {l}" for r, l in limits))
-
-
-def needs_hybrid_manager_disabled(target: Checkpoint, draft: Checkpoint | None) -> str | None:
-    """Why this pair needs ``--disable-hybrid-kv-cache-manager`` (None: it does not)."""
-    if draft is None or draft.is_assistant:
-        return None
-    reasons = []
-    if draft.num_kv_shared_layers:
-        reasons.append(f"the draft shares KV across {draft.num_kv_shared_layers} layers")
-    if draft.sliding_window and target.sliding_window and draft.sliding_window != target.sliding_window:
-        reasons.append(f"sliding windows differ (target {target.sliding_window}, draft {draft.sliding_window})")
-    return " and ".join(reasons) or None
 
 
 def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disabled: bool) -> Finding:

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
-from specdraft.planning._facts import LaunchFacts, hybrid_kv_reason
+from specdraft.planning._facts import LaunchFacts
+from specdraft.planning._hybrid_kv import hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
 from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache, fa4_available
 from specdraft.planning._k_schedule import (MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule,

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
-from specdraft.planning._checks import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning._hybrid_kv import HYBRID_FLAG, hybrid_kv_reason
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
 from specdraft.planning._methods import NO_SPECULATION
@@ -49,16 +49,6 @@ class LaunchFacts(BaseModel):
     def known_draft_config(self) -> dict | None:
         """The draft's config.json when a draft was read (None: no draft, or one not on the machine)."""
         return self.draft.config if self.draft is not None and self.draft.is_known else None
-
-
-def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None) -> str | None:
-    """Why the pair needs the hybrid KV cache manager off (None: it does not)."""
-    # a speculator (EAGLE-3, DFlash) keeps its own KV cache: nothing of the target's is shared
-    if draft is None or speculator_of(draft) is not None:
-        return None
-    if not draft.is_known:
-        return "the draft is unknown, so KV sharing cannot be ruled out"
-    return needs_hybrid_manager_disabled(target, draft)
 
 
 def measured_acceptance(request: LaunchRequest) -> dict[str, tuple[float, ...]]:

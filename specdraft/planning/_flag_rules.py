@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 
 from specdraft.families import ModelFamily, rules_for
-from specdraft.planning._checks import HYBRID_FLAG
+from specdraft.planning._hybrid_kv import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._kv_cache import ATTENTION_BACKEND_FLAG

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.findings import Finding, worst_level
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision
 from specdraft.checkpoints import Checkpoint
-from specdraft.planning._checks import HYBRID_FLAG, PairFacts, check_pair
+from specdraft.planning._checks import PairFacts, check_pair
+from specdraft.planning._hybrid_kv import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions, decide
 from specdraft.planning._facts import LaunchFacts, gather_facts
 from specdraft.planning._k_schedule import KScheduleDecision
