@@ -26,7 +26,9 @@ from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
 from specdraft.planning._moe import is_moe_target
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
-from specdraft.planning._speculative_choice import SpeculativeChoice, choose_speculative, no_speculation_reason
+from specdraft.planning._k_choice import decide_k
+from specdraft.planning._speculative_choice import (SpeculativeChoice, choose_method, choose_speculative,
+                                                   no_speculation_reason, resolved_method)
 from specdraft.planning._template_choice import TemplateChoice
 
 
@@ -63,12 +65,12 @@ def choose_parallel(request: LaunchRequest, facts: LaunchFacts) -> ParallelPlan:
                             draft_tensor_parallel_size=request.draft_tensor_parallel_size)
 
 
-def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, speculative: SpeculativeChoice,
+def _modelled_costs(request: LaunchRequest, facts: LaunchFacts, method: str,
                     parallel: ParallelPlan) -> ModelledCosts | str | None:
     """The shipped step costs per batch size for a launch of several sequences without a load test."""
     if facts.load_test is not None or request.max_num_seqs == 1:
         return None
-    return modelled_costs(speculative.resolved_method, facts.target, profile=request.profile,
+    return modelled_costs(method, facts.target, profile=request.profile,
                           parallel=(parallel.tensor_parallel_size, parallel.pipeline_parallel_size),
                           thinking=request.enable_thinking,
                           positions=MAX_K)
@@ -85,18 +87,23 @@ def _model_runner(request: LaunchRequest, facts: LaunchFacts, method: str) -> Mo
 
 
 def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeChoice, KScheduleDecision]:
-    """The speculative config with its K (per batch size where a load test or the shipped costs decide one)."""
+    """The speculative config: its method, then its K (per batch size where a load test or the shipped costs
+    decide one)."""
     request = facts.request
-    speculative = choose_speculative(request, facts.draft, parallel.draft_tensor_parallel_size, facts.ranking,
-                                     facts.target)
-    k_schedule = decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
-                                   method=speculative.resolved_method, plan_k=speculative.config.num_speculative_tokens,
-                                   k_given=request.num_speculative_tokens is not None,
-                                   data_parallel_size=max(parallel.data_parallel_size,
-                                                          data_parallel_size_of(request.extra_args)),
-                                   modelled=_modelled_costs(request, facts, speculative, parallel),
-                                   runner=_model_runner(request, facts, speculative.resolved_method))
-    return speculative.with_k_schedule(k_schedule), k_schedule
+    method = choose_method(request, facts.draft, facts.ranking)
+    resolved = resolved_method(method[0], facts.draft)
+
+    def schedule(plan_k: int) -> KScheduleDecision:
+        return decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,
+                                 method=resolved, plan_k=plan_k, k_given=request.num_speculative_tokens is not None,
+                                 data_parallel_size=max(parallel.data_parallel_size,
+                                                        data_parallel_size_of(request.extra_args)),
+                                 modelled=_modelled_costs(request, facts, resolved, parallel),
+                                 runner=_model_runner(request, facts, resolved))
+
+    k = decide_k(request, resolved, facts.draft, facts.ranking, moe_target=is_moe_target(facts.target),
+                 schedule=schedule)
+    return choose_speculative(request, facts.draft, parallel.draft_tensor_parallel_size, method, k), k.schedule
 
 
 def _losing_choice(facts: LaunchFacts, speculative: SpeculativeChoice, k_schedule: KScheduleDecision) -> str | None:

@@ -87,7 +87,7 @@ def test_hopper_default_k_beside_a_moe_target_is_the_fastest_k_in_the_measured_r
     import json
     from pathlib import Path
 
-    from specdraft.planning._speculative_choice import default_num_speculative_tokens
+    from specdraft.planning._k_choice import default_num_speculative_tokens
 
     rows = json.loads((Path(__file__).resolve().parents[2] / "docs/gpu/moe26.json").read_text())["rows"]
     for alpha in (0.85, 0.70):
