@@ -17,15 +17,16 @@ from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Status, Trait
 from specdraft.planning._hybrid_kv import HYBRID_FLAG, needs_hybrid_manager_disabled
-from specdraft.planning._methods import NO_SPECULATION
-from specdraft.planning._moe import is_moe_target, stores_experts_apart
-from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
+from specdraft.planning._moe import is_moe_target
+from specdraft.planning._pairing_traits import hotfixes_needed
 from specdraft.planning._release_support import first_release, release_support
 from specdraft.planning._request import HotfixMode
 from specdraft.planning._speculative import AUTODETECT_MARKERS, SpeculativeConfig
+from specdraft.planning._speculative_choice import resolved_method
 from specdraft.planning._template_choice import CheckpointComparison
 from specdraft.planning._vllm_install import VllmFacts
 from specdraft.quantization import check_quantization as check_checkpoint_quantization
+
 
 class PairFacts(BaseModel):
     """What the checks judge: the pair, the config and flags the plan chose, the serving vLLM."""
@@ -50,20 +51,11 @@ class PairFacts(BaseModel):
     checkpoint_template: CheckpointComparison | None = None
     language_model_only: bool = False
     compute_capability: tuple[int, int] | None = None
-    k_schedule_on_v2: bool = False
-    """Whether the plan passes a K schedule to a server that starts on Model Runner V2."""
-
-    @property
-    def traits(self) -> frozenset[Trait]:
-        """The pairing's traits as the hotfixes declare them: what the hotfix check judges and each node checks."""
-        return pairing_traits(hybrid_kv_cache_manager_off=self.hybrid_kv_cache_manager_disabled,
-                              method=(resolved_method(self.speculative, self.draft) if self.speculative is not None
-                                      else NO_SPECULATION),
-                              moe_per_expert_weights=stores_experts_apart(self.target),
-                              k_schedule_on_v2=self.k_schedule_on_v2)
     """The GPU's, from the profile; quantization kernels depend on it."""
     profile: str | None = None
     """The GPU profile the plan is for (what was measured depends on it)."""
+    traits: frozenset[Trait] = frozenset()
+    """The pairing's traits as the hotfixes declare them (``Decisions.traits``): what the hotfix check judges."""
 
 
 def _ok(check: str, message: str) -> Finding:
@@ -181,11 +173,6 @@ def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disable
     return _ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
 
 
-def resolved_method(speculative: SpeculativeConfig, draft: Checkpoint | None) -> str:
-    """The method vLLM runs: the configured one, else ``mtp`` for an MTP assistant, else ``draft_model``."""
-    return speculative.method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
-
-
 def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) -> Finding:
     """The hotfixes a pairing with ``traits`` needs (their own declarations say which) against ``vllm``."""
     python = shlex.quote(vllm.python) if vllm.python else "PYTHON"
@@ -234,7 +221,7 @@ def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
     tip names the first release that serves it, or is not given when none does."""
     if draft is None or not draft.is_known or draft.is_assistant:
         return None
-    if resolved_method(speculative, draft) != "draft_model":
+    if resolved_method(speculative.method, draft) != "draft_model":
         return None
     assistant = published_assistant_facts(target)
     if assistant is None:
@@ -276,7 +263,7 @@ def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draf
     K = 4), and beside the 31B-shaped target at tensor parallel size 2 on two H100s it lost at K = 3 (section 8;
     the MTP assistant won, 3.45x at K = 8).
     """
-    if profile not in ("h100", "h200") or resolved_method(speculative, draft) != "draft_model":
+    if profile not in ("h100", "h200") or resolved_method(speculative.method, draft) != "draft_model":
         return None
     if draft is None or draft.is_assistant:
         return None
@@ -297,7 +284,7 @@ def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draf
 
 def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
                             vllm: VllmFacts, language_model_only: bool = False) -> Finding:
-    is_draft_model = resolved_method(speculative, draft) == "draft_model"
+    is_draft_model = resolved_method(speculative.method, draft) == "draft_model"
     if not is_draft_model or not target.is_known or not target.is_multimodal:
         reason = "target is text-only" if target.is_known and not target.is_multimodal else "not a draft_model pairing"
         return _ok("multimodal-target", reason if target.is_known else "target unknown")

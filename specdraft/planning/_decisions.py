@@ -13,9 +13,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.families import rules_for
+from specdraft.patching import CatalogEntry, Trait
 from specdraft.planning._async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning._facts import LaunchFacts
-from specdraft.planning._hybrid_kv import hybrid_kv_reason
+from specdraft.planning._hybrid_kv import HYBRID_FLAG, hybrid_kv_reason
 from specdraft.planning._k_costs import ModelledCosts, modelled_costs
 from specdraft.planning._kv_cache import KVCacheChoice, decide_kv_cache
 from specdraft.planning._k_schedule import (MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule,
@@ -24,6 +25,7 @@ from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
 from specdraft.planning._moe import is_moe_target
+from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._k_choice import decide_k
@@ -48,11 +50,18 @@ class Decisions(BaseModel):
     template: TemplateChoice
     async_scheduling: AsyncSchedulingDecision
     k_schedule: KScheduleDecision
+    traits: frozenset[Trait]
+    """The pairing's traits as the hotfixes declare them: which hotfixes the plan needs (``hotfixes``)."""
 
     @property
     def method(self) -> str:
         """The method the server runs: what vLLM resolves the config to, or ``none`` without speculation."""
         return self.speculative.resolved_method if self.speculative is not None else NO_SPECULATION
+
+    @property
+    def hotfixes(self) -> dict[str, CatalogEntry]:
+        """The hotfixes the pairing needs, by id, in catalog order."""
+        return hotfixes_needed(self.traits)
 
 
 def choose_parallel(request: LaunchRequest, facts: LaunchFacts) -> ParallelPlan:
@@ -148,4 +157,7 @@ def decide(facts: LaunchFacts) -> Decisions:
                                                  distribution=facts.vllm.distribution,
                                                  extra_args=request.extra_args),
         k_schedule=k_schedule,
+        traits=pairing_traits(hybrid_kv_cache_manager_off=hybrid is not None or HYBRID_FLAG in request.extra_args,
+                              method=method, moe_per_expert_weights=facts.target_stores_experts_apart,
+                              k_schedule_on_v2=k_schedule.schedule_on_v2),
     )

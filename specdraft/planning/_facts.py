@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
 from specdraft.planning._k_schedule import LoadTest, read_load_test
 from specdraft.planning._method_ranking import MethodRanking, rank_methods
+from specdraft.planning._moe import stores_experts_apart
 from specdraft.planning._release_tables import model_runner_table
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._speculators import speculator_from_name
@@ -41,6 +42,8 @@ class LaunchFacts(BaseModel):
     """``--method auto``'s ranking of the candidate methods."""
     load_test: LoadTest | None = None
     """``--from-bench``: what a load test measured per concurrency level."""
+    target_stores_experts_apart: bool = False
+    """Whether the target is a mixture of experts storing each expert's weights apart (``_moe``)."""
     template: TemplateChoice
     """The chat template the plan passes (the given one or specdraft's own), read and checked."""
     environment: dict[str, str] = {}
@@ -85,7 +88,8 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     target = inspect_checkpoint(request.target, revision=request.revision)
     draft = _inspect_draft(request)
     load_test = read_load_test(request.from_bench, request.max_num_seqs) if request.from_bench else None
-    common = dict(request=request, target=target, load_test=load_test, environment=_environment(),
+    common = dict(request=request, target=target, target_stores_experts_apart=stores_experts_apart(target),
+                  load_test=load_test, environment=_environment(),
                   api_key_in_environment=_api_key_in_environment(),
                   template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path))
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=False)

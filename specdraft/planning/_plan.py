@@ -23,7 +23,6 @@ from specdraft.planning._flag_rules import LANGUAGE_MODEL_ONLY, serve_flags
 from specdraft.planning._memory import PROFILES, MemoryPlan
 from specdraft.planning._method_ranking import MethodRanking
 from specdraft.planning._nodes import CHAT_TEMPLATE_FLAG, NodeCommand, ShippedTemplate, node_commands
-from specdraft.planning._pairing_traits import hotfixes_needed
 from specdraft.planning._parallelism import ParallelPlan
 from specdraft.planning._request import LaunchRequest
 from specdraft.planning._serve_checks import allow_leaky_template, plan_findings, shape_serve_flags
@@ -125,16 +124,16 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
         compute_capability=PROFILES[facts.request.profile].compute_capability, profile=facts.request.profile,
-        k_schedule_on_v2=decided.k_schedule.schedule_on_v2,
+        traits=decided.traits,
     )
 
 
-def _node_commands(facts: LaunchFacts, decided: Decisions, pair: PairFacts, serve: ServePlan,
+def _node_commands(facts: LaunchFacts, decided: Decisions, serve: ServePlan,
                    in_container: bool = False) -> list[NodeCommand]:
     """Each node checks (or applies) the hotfixes this pairing needs on its own vLLM, then starts; in a
     container specdraft runs as ``python3 -m specdraft`` and always patches the image's fresh vLLM."""
     request = facts.request
-    needed = hotfixes_needed(pair.traits)
+    needed = decided.hotfixes
     mode = ("apply" if in_container else request.hotfixes) if needed else "skip"
     flag = serve.flag(CHAT_TEMPLATE_FLAG)
     template = (ShippedTemplate(planned_path=flag.value, text=decided.template.source)
@@ -154,7 +153,7 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         facts = facts.model_copy(update={"draft": None})
     flags, flag_findings = shape_serve_flags(serve_flags(facts, decided), facts, decided)
     serve = ServePlan(model=request.target, flags=flags, extra_args=request.extra_args)
-    facts = with_hotfix_reports(facts, needed=bool(hotfixes_needed(_pair_facts(facts, decided, serve).traits)))
+    facts = with_hotfix_reports(facts, needed=bool(decided.hotfixes))
     pair = _pair_facts(facts, decided, serve)
     findings = allow_leaky_template(check_pair(pair) + flag_findings + plan_verdicts(facts, decided)
                                     + method_verdicts(facts, decided), facts, decided)
@@ -166,6 +165,6 @@ def build_launch_plan(request: LaunchRequest) -> LaunchPlan:
         target=facts.target, draft=facts.draft, method_ranking=facts.ranking, vllm=facts.vllm,
         template=decided.template, async_scheduling=decided.async_scheduling, k_schedule=decided.k_schedule,
         parallel=decided.parallel, kv_cache=decided.kv_cache,
-        nodes=_node_commands(facts, decided, pair, serve),
-        container_nodes=_node_commands(facts, decided, pair, serve, in_container=True),
+        nodes=_node_commands(facts, decided, serve),
+        container_nodes=_node_commands(facts, decided, serve, in_container=True),
     )

@@ -210,13 +210,11 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: st
 
 def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """``release_verdicts`` for a plan: the request's values as decided, against the serving vLLM."""
-    from specdraft.planning._checks import resolved_method
-
     request, choice = facts.request, decided.speculative
     moe_backend = choose_moe_backend(facts.target, facts.vllm.version, request.profile)
     return release_verdicts(
         facts.target, facts.draft,
-        method=resolved_method(choice.config, facts.draft) if choice is not None else None,
+        method=choice.resolved_method if choice is not None else None,
         k=choice.config.num_speculative_tokens if choice is not None else None,
         max_model_len=decided.memory.max_model_len, kv_cache_dtype=decided.kv_cache.dtype,
         tensor_parallel_size=decided.parallel.tensor_parallel_size,
