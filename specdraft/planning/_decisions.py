@@ -25,6 +25,7 @@ from specdraft.planning._methods import NO_SPECULATION
 from specdraft.planning._memory_choice import MemoryChoice, choose_memory
 from specdraft.planning._model_runner import ModelRunnerChoice, model_runner
 from specdraft.planning._moe import is_moe_target
+from specdraft.planning._moe_backend import MoeBackendChoice, choose_moe_backend
 from specdraft.planning._pairing_traits import hotfixes_needed, pairing_traits
 from specdraft.planning._parallelism import ParallelPlan, plan_parallelism, topology_for
 from specdraft.planning._request import LaunchRequest
@@ -50,6 +51,8 @@ class Decisions(BaseModel):
     template: TemplateChoice
     async_scheduling: AsyncSchedulingDecision
     k_schedule: KScheduleDecision
+    moe_backend: MoeBackendChoice | None = None
+    """``--moe-backend`` for an NVFP4 mixture-of-experts target, with its finding; None for any other target."""
     traits: frozenset[Trait]
     """The pairing's traits as the hotfixes declare them: which hotfixes the plan needs (``hotfixes``)."""
 
@@ -157,6 +160,7 @@ def decide(facts: LaunchFacts) -> Decisions:
                                                  distribution=facts.vllm.distribution,
                                                  extra_args=request.extra_args),
         k_schedule=k_schedule,
+        moe_backend=choose_moe_backend(target, facts.vllm.version, request.profile),
         traits=pairing_traits(hybrid_kv_cache_manager_off=hybrid is not None or HYBRID_FLAG in request.extra_args,
                               method=method, moe_per_expert_weights=facts.target_stores_experts_apart,
                               k_schedule_on_v2=k_schedule.schedule_on_v2),

@@ -15,7 +15,6 @@ from specdraft.planning._hybrid_kv import HYBRID_FLAG
 from specdraft.planning._decisions import Decisions
 from specdraft.planning._facts import LaunchFacts
 from specdraft.planning._kv_cache import ATTENTION_BACKEND_FLAG
-from specdraft.planning._moe_backend import choose_moe_backend
 from specdraft.planning._serve_plan import ServeFlag
 
 FlagRule = Callable[[LaunchFacts, Decisions], "ServeFlag | None"]
@@ -35,7 +34,7 @@ def quantization(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
 
 
 def moe_backend(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
-    choice = choose_moe_backend(facts.target, facts.vllm.version, facts.request.profile)
+    choice = decided.moe_backend
     if choice is None or choice.value is None:
         return None
     return ServeFlag(name="--moe-backend", value=choice.value, reason=choice.reason)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from specdraft.findings import Finding
 from specdraft.families import FAMILIES
 from specdraft.checkpoints import Checkpoint, language_model_parameters
-from specdraft.planning._moe_backend import choose_moe_backend
 from specdraft.planning._release_support import ReleaseSupport, every_release, first_release, release_support
 from specdraft.planning._speculators import speculator_of
 
@@ -210,8 +209,7 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: st
 
 def plan_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     """``release_verdicts`` for a plan: the request's values as decided, against the serving vLLM."""
-    request, choice = facts.request, decided.speculative
-    moe_backend = choose_moe_backend(facts.target, facts.vllm.version, request.profile)
+    choice, moe_backend = decided.speculative, decided.moe_backend
     return release_verdicts(
         facts.target, facts.draft,
         method=choice.resolved_method if choice is not None else None,
