@@ -6,11 +6,11 @@ import pytest
 
 from specdraft.bench import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
-from specdraft.planning._method_ranking import rank_methods
-from specdraft.planning._methods import check_async_for_method, check_method_options, check_method_package
-from specdraft.planning._release_support import release_support
-from specdraft.planning._speculators import check_verifier, read_speculator
+from specdraft.planning.knowledge.method_costs import acceptance_for, default_acceptance, step_model
+from specdraft.planning.facts.method_ranking import rank_methods
+from specdraft.planning.knowledge.methods import check_async_for_method, check_method_options, check_method_package
+from specdraft.planning.knowledge.release_support import release_support
+from specdraft.planning.knowledge.speculators import check_verifier, read_speculator
 from tests.planning.conftest import write_checkpoint
 
 TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
