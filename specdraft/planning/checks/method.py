@@ -78,6 +78,6 @@ def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     if support is not None:
         findings.append(check_hidden_state_target(method, facts.target.architectures, support, version))
         findings.append(check_method_options(method, given_method_options(facts.request), support, version))
-    findings.append(check_method_package(method, facts.vllm.root))
+    findings.append(check_method_package(method, facts.vllm.method_packages, facts.vllm.root))
     findings.append(check_async_for_method(method, facts.request.extra_args))
     return [finding for finding in findings if finding is not None]

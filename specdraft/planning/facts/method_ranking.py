@@ -21,6 +21,7 @@ from specdraft.planning.knowledge.methods import (DRAFTLESS_METHODS, check_hidde
                                          check_speculators_type)
 from specdraft.planning.knowledge.release_support import ReleaseSupport, release_support
 from specdraft.planning.knowledge.speculators import Speculator, check_verifier, speculator_of
+from specdraft.planning.facts.vllm_install import method_packages_beside
 
 _SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
 """(hidden size, layers) of the target shapes step costs were measured beside."""
@@ -147,7 +148,7 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
     if speculator is not None:
         findings.append(check_verifier(target.ref, target.config, draft.ref, speculator))
     if vllm_root is not None:
-        findings.append(check_method_package(method, vllm_root))
+        findings.append(check_method_package(method, method_packages_beside(vllm_root), vllm_root))
     return [f for f in findings if f is not None and f.level == "error"]
 
 

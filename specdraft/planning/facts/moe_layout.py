@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 from specdraft.checkpoints import Checkpoint
 from specdraft.planning.knowledge.release_tables import data_text

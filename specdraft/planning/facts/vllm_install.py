@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.patching.reports import HotfixReport, Status
+from specdraft.planning.knowledge.methods import METHODS
 from specdraft.planning.facts.multimodal import multimodal_verdict
 from specdraft.planning.facts.vllm_arguments import read_vllm_arguments
 
@@ -53,6 +54,8 @@ class VllmFacts(BaseModel):
     """Whether this vLLM has FA4 (None: no package to look at)."""
     has_triton: bool | None = None
     """Whether this vLLM will use Triton (None: not known)."""
+    method_packages: frozenset[str] | None = None
+    """The methods' own packages (``Method.package``) installed beside this vLLM (None: no vLLM found)."""
 
     @property
     def is_cpu_build(self) -> bool:
@@ -103,6 +106,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
         speculative_fields=arguments.speculative_fields if arguments else None,
         has_fa4=(root / FA4_MARKER).is_file() if root else None,
         has_triton=triton_usable(root.parent if root else None),
+        method_packages=method_packages_beside(root),
     )
 
 
@@ -118,6 +122,14 @@ def with_hotfix_reports(vllm: VllmFacts, python: str | None, vllm_root: Path | N
         return vllm.model_copy(update={"hotfixes": tuple(status(locate(python=python, vllm_root=vllm_root)))})
     except UserError as err:
         return vllm.model_copy(update={"hotfix_note": err.message})
+
+
+def method_packages_beside(vllm_root: Path | None) -> frozenset[str] | None:
+    """The methods' own packages installed beside the vLLM at ``vllm_root`` (None: no vLLM to look beside)."""
+    if vllm_root is None:
+        return None
+    return frozenset(package for package in {method.package for method in METHODS.values()}
+                     if package is not None and (vllm_root.parent / package).is_dir())
 
 
 def triton_usable(site: Path | None) -> bool | None:

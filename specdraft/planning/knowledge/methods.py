@@ -18,7 +18,7 @@ decoding" through 0.32.0, "Async scheduling is not supported by the V1 model run
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -103,16 +103,17 @@ def check_method_options(method: str, options: Mapping[str, object], support: Re
                    message=", ".join(f"{name}={value}" for name, value in options.items()))
 
 
-def check_method_package(method: str, vllm_root: Path | None) -> Finding | None:
-    """``suffix`` imports Arctic Inference inside the serving interpreter; it is not a vLLM dependency."""
+def check_method_package(method: str, installed: Collection[str] | None, vllm_root: Path | None) -> Finding | None:
+    """``suffix`` imports Arctic Inference inside the serving interpreter; it is not a vLLM dependency.
+    ``installed``: the methods' packages found beside the vLLM at ``vllm_root`` (None: no vLLM found)."""
     package = METHODS[method].package
     if package is None:
         return None
-    if vllm_root is None:
+    if installed is None:
         return Finding(level="warning", check="method-package",
                        message=f"method {method} needs the {package} package beside vLLM; no vLLM found to look in",
                        hint="pass --python with the interpreter that will serve")
-    if (vllm_root.parent / package).is_dir():
+    if package in installed:
         return Finding(level="ok", check="method-package", message=f"{package} is installed beside vLLM")
     return Finding(level="error", check="method-package",
                    message=f"method {method} needs {package} in the serving interpreter, not found beside "
