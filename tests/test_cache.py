@@ -6,7 +6,7 @@ import pytest
 
 from specdraft.cache import cache_root
 from specdraft.patching.status_memo import StatusMemo
-from specdraft.planning._template_choice import _cache_dir as template_check_dir
+from specdraft.planning.facts.chat_template import _cache_dir as template_check_dir
 from specdraft.testbed.vllm_env import vllm_cpu_venv_dir
 
 

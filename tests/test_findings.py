@@ -1,7 +1,7 @@
 """One finding type: the template checker's findings are ``specdraft.findings.Finding``s the launch plan keeps."""
 
 from specdraft.findings import Finding, worst_level
-from specdraft.planning._template_choice import choose_template
+from specdraft.planning.facts.chat_template import choose_template
 from specdraft.templates import check_template
 
 # Replays every history message verbatim: earlier thoughts reach the next prompt.

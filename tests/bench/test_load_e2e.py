@@ -16,7 +16,7 @@ import json
 import pytest
 
 from specdraft.cli import main
-from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.planning.knowledge.speculative_config import SpeculativeConfig
 from specdraft.testbed import build_tiny_pair, patched_vllm_cpu_env, serve_tiny_pair
 from specdraft.testbed.vllm_env import cache_root
 

@@ -71,7 +71,7 @@ def _geometric_mean(values: list[float]) -> float:
 def test_launchs_piecewise_speed_is_the_committed_cross_check():
     """launch's PIECEWISE_SPEED is the geometric mean of the GPU cross-check (schedule engine's fixed K = 8 over a
     plain K = 8 engine, 1-32 sequences, acceptance 0.85 and 0.70) in docs/gpu/load_31b.schedule.json."""
-    from specdraft.planning._k_schedule import PIECEWISE_SPEED
+    from specdraft.planning.decisions.k_schedule import PIECEWISE_SPEED
 
     report = json.loads((REPO / "docs/gpu/load_31b.schedule.json").read_text())
     ratios = [c["lookup_over_plain"] for c in report["cross_check"] if isinstance(c["concurrency"], int)]
@@ -83,7 +83,7 @@ def test_launchs_v2_speed_below_the_largest_k_is_the_committed_cross_check():
     """launch's V2_BELOW_LARGEST_K_SPEED is the geometric mean of the Model Runner V2 cross-check (K = 3 and 5
     through a K = 8 schedule engine over plain K = 3 and 5 engines, FULL graphs both, 1-32 sequences, both
     acceptances) in docs/gpu/load_31b.v2.schedule.json; the largest K itself runs like a plain engine."""
-    from specdraft.planning._k_schedule import V2_BELOW_LARGEST_K_SPEED
+    from specdraft.planning.decisions.k_schedule import V2_BELOW_LARGEST_K_SPEED
 
     report = json.loads((REPO / "docs/gpu/load_31b.v2.schedule.json").read_text())
     assert report["runner"] == "v2"

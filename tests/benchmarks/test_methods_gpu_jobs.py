@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specdraft.planning._speculators import check_verifier, read_speculator
+from specdraft.planning.knowledge.speculators import check_verifier, read_speculator
 from specdraft.testbed import ensure_vllm_cpu_env
 from specdraft.testbed.tiny import TARGET_CONFIG, TINY_VOCAB_SIZE, tiny_speculator_config, write_tiny_speculator
 

@@ -9,8 +9,8 @@ import pytest
 
 from specdraft.speed import known_host_costs, predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning._method_costs import step_model
-from specdraft.planning._method_ranking import rank_methods
+from specdraft.planning.knowledge.method_costs import step_model
+from specdraft.planning.facts.method_ranking import rank_methods
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks/gpu"))

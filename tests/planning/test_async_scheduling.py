@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 
 from specdraft.planning import LaunchRequest, build_launch_plan, decide_async_scheduling, read_vllm_arguments
-from specdraft.planning._async_scheduling import release_rule
+from specdraft.planning.decisions.async_scheduling import release_rule
 from tests.planning.conftest import RELEASES, assert_every_release_read_once, raised_messages
 
 TARGET, DRAFT = "LilaRest/gemma-4-31B-it-NVFP4-turbo", "mikeytag/gemma-4-E2B-it-NVFP4"

@@ -10,9 +10,10 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.planning._kv_cache import (
-    FA4_CAPABILITY_MAJORS, FA4_MARKER, TRITON, measured_fp8_faster, predict_backends, reported_failure)
-from specdraft.planning._release_tables import (
+from specdraft.planning.decisions.kv_cache import (
+    FA4_CAPABILITY_MAJORS, TRITON, measured_fp8_faster, predict_backends, reported_failure)
+from specdraft.planning.facts.vllm_install import FA4_MARKER
+from specdraft.planning.knowledge.release_tables import (
     AttentionBackendTable, GpuEvidence, KVDtypeMeasurement, attention_backend_table)
 from tests.planning.conftest import RELEASES, assert_every_release_read_once
 
@@ -284,7 +285,7 @@ def test_the_dgx_spark_keeps_its_reported_fp8_on_triton_labelled_as_such(release
 
 def test_gpu_evidence_replaces_the_prediction(release, empty_hub, monkeypatch):
     """A row of ``gpu_evidence`` (what a real install's engine log showed) decides over the source reading."""
-    import specdraft.planning._kv_cache as kv_cache
+    import specdraft.planning.decisions.kv_cache as kv_cache
 
     table = attention_backend_table()
     observed = GpuEvidence(profile="h200", vllm="0.31.0", method="mtp", kv_cache_dtype="fp8", target=TRITON,

@@ -8,11 +8,11 @@ import pytest
 
 from specdraft.checkpoints import inspect_checkpoint, published_drafters
 from specdraft.checkpoints._speculator_params import speculator_parameters
-from specdraft.planning._method_costs import default_acceptance, step_model
-from specdraft.planning._method_ranking import rank_methods
-from specdraft.planning._methods import check_drafter_class, check_lossy_rejection, given_rejection_method
-from specdraft.planning._release_support import release_support
-from specdraft.planning._speculators import read_speculator, speculator_from_name
+from specdraft.planning.knowledge.method_costs import default_acceptance, step_model
+from specdraft.planning.facts.method_ranking import rank_methods
+from specdraft.planning.knowledge.methods import check_drafter_class, check_lossy_rejection, given_rejection_method
+from specdraft.planning.knowledge.release_support import release_support
+from specdraft.planning.knowledge.speculators import read_speculator, speculator_from_name
 from tests.planning.conftest import write_checkpoint
 
 TARGET_31B = "google/gemma-4-31B-it"

@@ -8,8 +8,8 @@ import pytest
 
 from specdraft.bench import BenchResult, LevelResult, SpecDecodeCounters, Summary
 from specdraft.planning import LaunchRequest, build_launch_plan
-from specdraft.planning._k_schedule import decide_k_schedule, read_load_test
-from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.planning.decisions.k_schedule import decide_k_schedule, read_load_test
+from specdraft.planning.knowledge.speculative_config import SpeculativeConfig
 from specdraft.errors import UserError
 from tests.planning.conftest import dynamic_sd_utils
 
@@ -119,7 +119,7 @@ def test_a_schedule_whose_gain_does_not_cover_its_piecewise_graphs_is_turned_awa
         tmp_path, release, version):
     """On the GPU a schedule on vLLM 0.26.0's V1 runner lost to a plain fixed-K engine (FULL graphs) at every
     batch size: a schedule worth +12% over one K by the model is not emitted; the reason says what that gives up."""
-    from specdraft.planning._k_schedule import PIECEWISE_SPEED
+    from specdraft.planning.decisions.k_schedule import PIECEWISE_SPEED
 
     plan = build_launch_plan(LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
                                            from_bench=load_test(tmp_path, speedups=MILD)))
@@ -246,7 +246,7 @@ def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k(rele
     Model Runner V2 and the E2B draft on V1, and on neither does the schedule's predicted gain over one K cover
     what a schedule costs there, so one K is served."""
     from specdraft.speed import best_k_per_batch_size, known_batch_step_cost
-    from specdraft.planning._method_costs import acceptance_for
+    from specdraft.planning.knowledge.method_costs import acceptance_for
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     decision = modelled_plan(release, draft=draft)
@@ -265,7 +265,7 @@ def test_the_shipped_step_costs_plan_each_batch_size_but_launch_keeps_one_k(rele
 def test_a_plain_engines_full_graph_costs_are_preferred_and_choose_the_single_k(release, monkeypatch):
     """The MTP assistant has step costs from both engines: a plain one-K engine's (FULL graphs: what a one-K
     server runs) win over the schedule engine's (PIECEWISE), and choose the single K over 1-32 sequences."""
-    from specdraft.planning._k_schedule import single_k
+    from specdraft.planning.decisions.k_schedule import single_k
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     decision = modelled_plan(release)
@@ -354,7 +354,7 @@ def test_on_model_runner_v2_a_mild_schedule_is_turned_away_only_where_v2_drafts_
     (docs/gpu 7.3): one K. 0.32.0 on draft only the scheduled K: the schedule is planned, and says it was not
     measured. VLLM_USE_V2_MODEL_RUNNER=0 in launch's environment sends the server to V1, where PIECEWISE graphs
     turn it away on both."""
-    from specdraft.planning._k_schedule import V2_BELOW_LARGEST_K_SPEED
+    from specdraft.planning.decisions.k_schedule import V2_BELOW_LARGEST_K_SPEED
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     request = LaunchRequest(target=TARGET, draft=DRAFT, vllm_root=release(version), max_num_seqs=16,
@@ -376,7 +376,7 @@ def test_on_model_runner_v2_a_mild_schedule_is_turned_away_only_where_v2_drafts_
 def test_where_v2_drafts_the_scheduled_k_a_gain_within_the_measured_spread_is_not_planned(release, monkeypatch):
     """The shipped MTP costs predict +3% for a schedule over one K at 1-32 sequences on vLLM 0.33.0: below the 5%
     the measured V2 schedules could resolve, so one K."""
-    from specdraft.planning._k_schedule import V2_RESOLVED_GAIN
+    from specdraft.planning.decisions.k_schedule import V2_RESOLVED_GAIN
 
     monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
     decision = modelled_plan(release, "0.33.0")

@@ -6,11 +6,12 @@ import pytest
 
 from specdraft.speed import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning._method_costs import acceptance_for, default_acceptance, step_model
-from specdraft.planning._method_ranking import rank_methods
-from specdraft.planning._methods import check_async_for_method, check_method_options, check_method_package
-from specdraft.planning._release_support import release_support
-from specdraft.planning._speculators import check_verifier, read_speculator
+from specdraft.planning.knowledge.method_costs import acceptance_for, default_acceptance, step_model
+from specdraft.planning.facts.method_ranking import rank_methods
+from specdraft.planning.facts.vllm_install import method_packages_beside
+from specdraft.planning.knowledge.methods import check_async_for_method, check_method_options, check_method_package
+from specdraft.planning.knowledge.release_support import release_support
+from specdraft.planning.knowledge.speculators import check_verifier, read_speculator
 from tests.planning.conftest import write_checkpoint
 
 TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
@@ -71,11 +72,13 @@ def test_options_of_another_method_are_refused():
 
 
 def test_suffix_needs_arctic_inference_beside_vllm(tmp_path):
-    (tmp_path / "vllm").mkdir()
-    assert check_method_package("suffix", tmp_path / "vllm").level == "error"
+    vllm = tmp_path / "vllm"
+    vllm.mkdir()
+    assert check_method_package("suffix", method_packages_beside(vllm), vllm).level == "error"
     (tmp_path / "arctic_inference").mkdir()
-    assert check_method_package("suffix", tmp_path / "vllm").level == "ok"
-    assert check_method_package("ngram", tmp_path / "vllm") is None
+    assert check_method_package("suffix", method_packages_beside(vllm), vllm).level == "ok"
+    assert check_method_package("ngram", method_packages_beside(vllm), vllm) is None
+    assert check_method_package("suffix", None, None).level == "warning"
 
 
 def test_explicit_async_scheduling_is_refused_for_ngram_and_suffix_only():

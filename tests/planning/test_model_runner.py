@@ -9,7 +9,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.planning._model_runner import model_runner
+from specdraft.planning.decisions.model_runner import model_runner
 from tests.planning.conftest import RELEASES, assert_every_release_read_once
 
 TABLE = json.loads(resources.files("specdraft.planning").joinpath("data", "model_runner.json").read_text())

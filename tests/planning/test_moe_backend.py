@@ -9,8 +9,8 @@ import pytest
 
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning import LaunchRequest, build_launch_plan
-from specdraft.planning import _moe_backend
-from specdraft.planning._moe_backend import choose_moe_backend, moe_backend_support
+from specdraft.planning.decisions import moe_backend as _moe_backend
+from specdraft.planning.decisions.moe_backend import choose_moe_backend, moe_backend_support
 from tools.release_tables.moe_backend import read_moe_backend_support
 from tools.release_tables.moe_kernels import Unreadable, _Platform, nvfp4_pick
 from tests.planning.conftest import RELEASES, assert_every_release_read_once

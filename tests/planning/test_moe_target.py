@@ -8,7 +8,7 @@ import pytest
 
 from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning._moe import stores_experts_apart
+from specdraft.planning.facts.moe_layout import stores_experts_apart
 from tools.release_trees import release_tree
 from tools.testbed.tiny_moe import build_tiny_moe
 
@@ -87,7 +87,7 @@ def test_hopper_default_k_beside_a_moe_target_is_the_fastest_k_in_the_measured_r
     import json
     from pathlib import Path
 
-    from specdraft.planning._speculative_choice import default_num_speculative_tokens
+    from specdraft.planning.decisions.k_choice import default_num_speculative_tokens
 
     rows = json.loads((Path(__file__).resolve().parents[2] / "docs/gpu/moe26.json").read_text())["rows"]
     for alpha in (0.85, 0.70):

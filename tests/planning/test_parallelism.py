@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from specdraft.planning._parallelism import (
+from specdraft.planning.decisions.parallelism import (
     TOPOLOGIES, check_kv_head_split, check_parallel, kv_heads_per_rank, plan_parallelism, topology_for,
 )
-from specdraft.planning._checks import check_draft_tensor_parallel
-from specdraft.planning._speculative import SpeculativeConfig
+from specdraft.planning.checks.pair import check_draft_tensor_parallel
+from specdraft.planning.knowledge.speculative_config import SpeculativeConfig
 from tools.release_trees import release_tree
 from tests.planning.conftest import shipped_config
 

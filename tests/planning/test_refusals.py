@@ -5,8 +5,8 @@ import pydantic
 import pytest
 
 from specdraft.planning import LaunchRequest, build_launch_plan
-from specdraft.planning._parallelism import TOPOLOGIES, check_parallel, plan_parallelism
-from specdraft.planning._verdicts import check_draft_size
+from specdraft.planning.decisions.parallelism import TOPOLOGIES, check_parallel, plan_parallelism
+from specdraft.planning.checks.release import check_draft_size
 from tests.planning.conftest import shipped_config
 
 TARGET, E2B = "google/gemma-4-31B-it", "google/gemma-4-E2B-it"

@@ -7,7 +7,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from specdraft.planning._release_support import release_support
+from specdraft.planning.knowledge.release_support import release_support
 from tools.release_tables import table_rules
 from tools.release_tables.release_support import read_release_support
 from tests.planning.test_async_scheduling import CHECKED, RELEASES

@@ -2,8 +2,8 @@
 
 import pytest
 
-from specdraft.planning._release_support import first_release, release_support
-from specdraft.planning._verdicts import (
+from specdraft.planning.knowledge.release_support import first_release, release_support
+from specdraft.planning.checks.release import (
     check_assistant_target, check_context_room, check_draft_size, check_family, check_kv_cache_dtype,
     check_num_speculative_tokens, check_release_method, check_tensor_parallel,
 )

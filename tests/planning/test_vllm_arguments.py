@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.planning import ServeFlag, SpeculativeConfig, VllmFacts, multimodal_verdict, read_vllm_arguments
-from specdraft.planning._serve_checks import restrict_to_version
+from specdraft.planning.checks.command import restrict_to_version
 
 PLANNED_FLAGS = ["--quantization", "--speculative-config", "--max-model-len", "--max-num-seqs",
                  "--gpu-memory-utilization", "--kv-cache-dtype", "--enable-prefix-caching",

@@ -9,8 +9,8 @@ import pytest
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.cli import main
 from specdraft.errors import UserError
-from specdraft.planning._moe import stores_experts_apart
-from specdraft.planning._moe_backend import is_nvfp4_moe_target
+from specdraft.planning.facts.moe_layout import stores_experts_apart
+from specdraft.planning.decisions.moe_backend import is_nvfp4_moe_target
 from specdraft.quantization import check_quantization, read_quantization
 from specdraft.quantization.quantize import plan_quantization, quantize_draft
 from tools.testbed.tiny_moe import MOE_TARGET_CONFIG, build_tiny_moe

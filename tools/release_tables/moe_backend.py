@@ -1,4 +1,4 @@
-"""Reads ``data/moe_backend.json``'s facts from one vLLM release tree (``specdraft/planning/_moe_backend.py``
+"""Reads ``data/moe_backend.json``'s facts from one vLLM release tree (``specdraft/planning/decisions/moe_backend.py``
 says what they mean). Run
 
     python -m tools.release_tables.moe_backend VERSION=TREE ...
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specdraft.planning._moe_backend import PROFILE_CAPABILITY, MoeBackendSupport
-from specdraft.planning._vllm_flags import _package_dir, _parse
+from specdraft.planning.decisions.moe_backend import PROFILE_CAPABILITY, MoeBackendSupport
+from specdraft.planning.facts.vllm_arguments import _package_dir, _parse
 from tools.release_tables.moe_kernels import Unreadable, gemma4_moe_activation, nvfp4_pick
 from tools.release_tables.release_support import _expand_literal, _literal_aliases
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
-from specdraft.planning._vllm_flags import _parse
+from specdraft.planning.facts.vllm_arguments import _parse
 
 
 class Unreadable(Exception):

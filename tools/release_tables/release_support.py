@@ -1,5 +1,5 @@
 """Reads ``data/release_support.json``'s facts from one vLLM release tree (statically: vLLM is never imported);
-``specdraft/planning/_release_support.py`` says which fact is read where. Run
+``specdraft/planning/knowledge/release_support.py`` says which fact is read where. Run
 
     python -m tools.release_tables.release_support VERSION=TREE ...
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from specdraft.planning._release_support import METHOD_OPTION_PREFIXES, ReleaseSupport
-from specdraft.planning._vllm_flags import _package_dir, _parse
+from specdraft.planning.knowledge.release_support import METHOD_OPTION_PREFIXES, ReleaseSupport
+from specdraft.planning.facts.vllm_arguments import _package_dir, _parse
 
 GEMMA4_MTP = "gemma4_mtp"
 
