@@ -28,7 +28,8 @@ SPECULATORS = [repo_id for repo_id in SHIPPED if "speculators_config" in config(
 
 
 def test_the_shipped_speculators_are_the_published_drafters():
-    assert SPECULATORS == ["RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.eagle3"]
+    assert SPECULATORS == ["RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.dspark",
+                           "RedHatAI/gemma-4-31B-it-speculator.eagle3"]
 
 
 @pytest.mark.parametrize("repo_id", [repo_id for repo_id in SHIPPED if repo_id not in SPECULATORS])
