@@ -55,9 +55,11 @@ def test_every_level_is_warmed_up_to_its_batch_and_measured_for_the_duration(run
         assert lv["wall_s"] >= DURATION_S and lv["requests"] >= lv["concurrency"]
         assert lv["output_tokens"] == lv["requests"] * MAX_TOKENS
         # the closed loop keeps every slot busy until the duration ends; after it, the last requests drain at
-        # their own pace (on a loaded host that tail can be most of the level), so the bound is over the duration
+        # their own pace (on a loaded host that tail can be most of the level), so the bound is over the duration.
+        # A refill waits for the client's own turn on the CPU: beside another suite on 2 cores that took 3.1 of 3.9
+        # held slots; a client that sent one request at a time would hold 1 of 4, far below 0.75
         held = lv["concurrency"] * DURATION_S / lv["wall_s"]
-        assert 0.9 * held <= lv["mean_in_flight"] <= lv["concurrency"] + 1e-6
+        assert 0.75 * held <= lv["mean_in_flight"] <= lv["concurrency"] + 1e-6
 
 
 def test_each_levels_acceptance_counts_its_measured_requests_and_not_the_warm_up(run):
