@@ -5,7 +5,7 @@ Each scenario is ``TARGET:DRAFT:KV:ALPHA:SEQS[:EXTRA]`` (folders of benchmarks/g
 ``specdraft launch --target T --draft D --method M --kv-cache-dtype KV --max-num-seqs SEQS --dry-run --json --
 --load-format dummy ...`` plans it on this machine's profile (KV ``plan``: no ``--kv-cache-dtype``, the plan's own
 choice; M from the draft's kind); its ``exec_argv`` is served, with forced acceptance alpha^i added to
-``--speculative-config`` (ALPHA ``alone``: the same plan without ``--speculative-config``, the baseline; EXTRA
+``--speculative-config`` (ALPHA ``alone``: the baseline, launch's ``--method none`` plan of the target; EXTRA
 ``triton``: ``--attention-backend TRITON_ATTN`` planned in after ``--``; ``tp2``: ``--tensor-parallel-size 2`` and
 two GPUs). Servers of one batch start together, each on its own GPUs (``CUDA_VISIBLE_DEVICES``), so their
 torch.compile runs overlap; once all are up (or dead) they are benched side by side (``specdraft bench``, 256
@@ -40,7 +40,7 @@ from pathlib import Path
 GPU_DIR = Path.cwd() / "benchmarks" / "gpu"
 """serving.py, sweep.py and configs/: run from the repository root (this script may travel as a copy elsewhere)."""
 sys.path.insert(0, str(GPU_DIR))
-from serving import MODEL, forced, plan, profile, refusals, specdraft  # noqa: E402  (benchmarks/gpu)
+from serving import MODEL, baseline, forced, plan, profile, refusals, specdraft  # noqa: E402  (benchmarks/gpu)
 
 from specdraft.testbed.processes import DeadlineReached, ProcessGroups, free_port, healthy  # noqa: E402
 
@@ -158,9 +158,12 @@ def main() -> int:
                     extra = extra[0] if extra else ""
                     mine, free = free[:GPUS_NEEDED[extra]], free[GPUS_NEEDED[extra]:]
                     port = free_port()
-                    options = ("--method", METHODS[draft], *(() if kv == "plan" else ("--kv-cache-dtype", kv)),
-                               "--max-num-seqs", seqs, *PLAN_OPTIONS[extra])
-                    document = plan(models[target], models[draft], *options, port=port, serve_args=EXTRAS[extra])
+                    options = (*(() if kv == "plan" else ("--kv-cache-dtype", kv)), "--max-num-seqs", seqs,
+                               *PLAN_OPTIONS[extra])
+                    document = (baseline(models[target], *options, port=port, serve_args=EXTRAS[extra])
+                                if alpha == "alone" else
+                                plan(models[target], models[draft], "--method", METHODS[draft], *options, port=port,
+                                     serve_args=EXTRAS[extra]))
                     safe = scenario.replace(":", "_")
                     (WORK / "logs" / f"{safe}.plan.json").write_text(json.dumps(document, indent=2))
                     row = {"scenario": scenario, "target": FOLDERS[target], "draft": FOLDERS[draft], "kv": kv,
@@ -170,11 +173,11 @@ def main() -> int:
                         row["error"] = f"plan refused: {refusals(document)}"[:1000]
                         record(row)
                         continue
-                    spec = document["speculative_config"]
+                    spec = document["speculative_config"] or {}
                     row.update(method=spec.get("method"), k=spec.get("num_speculative_tokens"),
                                planned_kv=flag(document["exec_argv"], "--kv-cache-dtype"),
                                planned_backend=flag(document["exec_argv"], "--attention-backend"))
-                    argv = forced(document["exec_argv"], None if alpha == "alone" else float(alpha))
+                    argv = document["exec_argv"] if alpha == "alone" else forced(document["exec_argv"], float(alpha))
                     log = WORK / "logs" / f"{safe}.log"
                     env = {"CUDA_VISIBLE_DEVICES": ",".join(mine), "VLLM_LOG_MODEL_INSPECTION": "1",
                            "VLLM_CACHE_ROOT": f"/tmp/vllm-cache-{'-'.join(mine)}"}
