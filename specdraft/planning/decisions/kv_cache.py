@@ -150,8 +150,12 @@ def predict_backends(rule: AttentionBackendRule, capability: tuple[int, int], *,
     target = _select(rule, major, fp8=fp8, multimodal=multimodal_target)
     # with no backend set, the text-only assistant is selected on its own, and so is a draft model that does not
     # inherit the target's configuration; one that does (before 0.21.0) gets the target's
-    drafter = (_select(rule, major, fp8=fp8, multimodal=False) if (method == "mtp" and modelled) or own_choice
-               else target if modelled else None)
+    if not modelled:
+        drafter = None
+    elif method == "mtp" or own_choice:
+        drafter = _select(rule, major, fp8=fp8, multimodal=False)
+    else:
+        drafter = target
     return Backends(target=target, drafter=drafter,
                     basis=f"Gemma4Config sets FA4, then vLLM's selector on compute capability {major}.x "
                           f"with a {'fp8' if fp8 else 'bf16'} KV cache")
