@@ -13,7 +13,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.planning.decisions.kv_dtype import AUTO, FP8, is_fp8
-from specdraft.planning.knowledge.release_tables import AttentionBackendRule, GpuEvidence, ReportedFailure
+from specdraft.planning.knowledge.attention_backend_table import (AttentionBackendRule, GpuEvidence,
+                                                                  ReportedFailure)
 
 TRITON = "TRITON_ATTN"
 # Compute capability majors FA4 runs on (vllm/vllm_flash_attn/flash_attn_interface.py, _is_fa4_supported, every

@@ -22,8 +22,8 @@ from specdraft.planning.decisions.attention_backends import (FA4_CAPABILITY_MAJO
 from specdraft.planning.decisions.kv_dtype import (AUTO, FP8, choose_kv_dtype, is_fp8, measured_fp8_faster,
                                                    named_dtype)
 from specdraft.planning.decisions.memory import MemoryChoice
+from specdraft.planning.knowledge.attention_backend_table import ReportedFailure, attention_backend_table
 from specdraft.planning.knowledge.gpu_memory import PROFILES
-from specdraft.planning.knowledge.release_tables import ReportedFailure, attention_backend_table
 
 __all__ = [  # the decision's public names, the dtype's and the backends' included
     "ATTENTION_BACKEND_FLAG", "AUTO", "FA4_CAPABILITY_MAJORS", "FP8", "OWN_BACKEND_DRAFTERS", "TRITON", "Backends",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from specdraft.planning.decisions.memory import MemoryChoice
+from specdraft.planning.knowledge.attention_backend_table import KVDtypeMeasurement, ReportedDefault
 from specdraft.planning.knowledge.gpu_memory import FP8_KV_DTYPES
-from specdraft.planning.knowledge.release_tables import KVDtypeMeasurement, ReportedDefault
 
 AUTO = "auto"
 FP8 = "fp8"
