@@ -27,6 +27,11 @@ class Finding(BaseModel):
     hint: str | None = None
     """What to run or change next."""
 
+    @classmethod
+    def ok(cls, check: str, message: str) -> Finding:
+        """A check that passed, with what it saw."""
+        return cls(level="ok", check=check, message=message)
+
 
 def worst_level(findings: list[Finding]) -> Level:
     return max((f.level for f in findings), key=LEVEL_ORDER.__getitem__, default="ok")

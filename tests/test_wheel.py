@@ -52,6 +52,16 @@ def test_built_wheel_ships_the_shape_facts_and_version_data(installed_wheel):
     assert len(list((shape_facts / "models").glob("*.json"))) >= 10
 
 
+def test_built_wheel_loads_every_release_table(installed_wheel):
+    """Each shipped per-release table is read through its typed loader from the wheel's own package data."""
+    code = ("import specdraft.planning.knowledge.release_tables as t; "
+            "print(*(len(getattr(t, name)().rules) for name in t.__all__ if name.endswith('_table')))")
+    done = run_from_wheel(installed_wheel, "-c", code)
+    assert done.returncode == 0, done.stderr
+    counts = [int(n) for n in done.stdout.split()]
+    assert len(counts) == 5 and all(counts)
+
+
 def _imported_modules(source: str) -> set[str]:
     import ast
 

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from specdraft.checkpoints import published_assistant
 from specdraft.patching import HotfixReport, Status, Trait, needed_hotfixes
 from specdraft.planning import Finding, SpeculativeConfig, VllmFacts, inspect_checkpoint
 from specdraft.planning.checks.pair import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
-    check_special_tokens, check_vllm, check_vocab_size, published_assistant, suggest_mtp_assistant,
+    check_special_tokens, check_vllm, check_vocab_size, suggest_mtp_assistant,
 )
 from tests.planning.conftest import gemma_tokenizer_config, shipped_config, write_checkpoint
 

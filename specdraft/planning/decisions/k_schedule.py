@@ -1,99 +1,37 @@
 """A K per batch size: vLLM's ``num_speculative_tokens_per_batch_size`` from a load test, or the one K best over
 the batch sizes a server will see where the release takes a single K.
 
-The load test is a ``specdraft bench`` result of the speculative server at several ``--concurrency`` levels with
-a ``--compare`` baseline (the same plan without speculation, ``launch --method none``, same workload). At each level it gives the acceptance per
-draft position and the measured speedup at the server's K; tune's model ``S(K) = E(K) / (1 + K*c)`` then takes
-the whole measured step time beyond the target's as growing with K (``c = (E(K_s) / S_measured - 1) / K_s``),
-so it reproduces the measured speedup at the server's own K and predicts the others from the acceptance. Without
-a load test the levels come from the shipped step costs per batch size (``decisions.k_costs``: a line through the K
-measured at each batch size, and the method's default acceptance). K = 0 at a batch size means no K beats the
-target alone there. Which releases take a schedule, and what K = 0 still
-costs in one, is the shipped table ``data/k_per_batch_size.json`` (read from the published wheels).
+The K each batch size wants comes from ``decisions.k_levels`` (a ``--from-bench`` load test, else the shipped step
+costs per batch size); where they differ, ``decisions.single_k`` says whether the launch takes one K instead, and
+which. K = 0 at a batch size means no K beats the target alone there. Which releases take a schedule, and what
+K = 0 still costs in one, is the shipped table ``data/k_per_batch_size.json`` (read from the published wheels).
 """
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.bench import load_result
-from specdraft.errors import UserError
 from specdraft.planning.decisions.k_costs import ModelledCosts
+from specdraft.planning.decisions.k_levels import (LevelChoice, LoadTest, MeasuredLevel, choose_level,
+                                                   modelled_levels, read_load_test)
 from specdraft.planning.decisions.model_runner import ModelRunnerChoice
-from specdraft.planning.knowledge.release_tables import KPerBatchSizeRule, k_per_batch_size_table
-from specdraft.speed import best_k_per_batch_size, known_batch_step_cost, recommend, schedule_ranges
+from specdraft.planning.decisions.single_k import (PIECEWISE_SPEED, V2_BELOW_LARGEST_K_SPEED, V2_RESOLVED_GAIN,
+                                                   data_parallel_size_of, schedule_unavailable, single_k,
+                                                   why_single_k)
+from specdraft.planning.knowledge.release_tables import k_per_batch_size_table
+from specdraft.speed import schedule_ranges
+
+__all__ = [  # the K schedule's public names, the levels' and the single K's included
+    "MAX_K", "PIECEWISE_SPEED", "V2_BELOW_LARGEST_K_SPEED", "V2_RESOLVED_GAIN", "KScheduleDecision", "LevelChoice",
+    "LoadTest", "MeasuredLevel", "ScheduleOutcome", "choose_level", "data_parallel_size_of", "decide_k_schedule",
+    "modelled_levels", "no_k_schedule", "read_load_test", "schedule_unavailable", "single_k",
+]
 
 ScheduleOutcome = Literal["schedule", "single-k", "same-k", "loses", "unmeasured", "one-sequence", "no-speculation"]
 MAX_K = 8
 """The longest draft the schedule considers (tune's default ``--max-k``); a given K lowers it."""
-PIECEWISE_SPEED = 0.73
-"""What is left of a FULL-graph engine's aggregate speed at the same K once a schedule makes the V1 model runner
-capture PIECEWISE CUDA graphs only: the 31B-shaped target's MTP assistant at K = 8 on an H200, vLLM 0.26.0, the
-schedule engine's fixed K = 8 over a plain K = 8 engine, geometric mean over 1-32 sequences at acceptance 0.85 and
-0.70 (0.55-1.05 per level; docs/gpu/README.md section 7.1, ``docs/gpu/load_31b.schedule.json``). Measured for that
-path and release only; taken for every release whose V1 runner does the same, since no other was measured."""
-V2_BELOW_LARGEST_K_SPEED = 0.86
-"""On Model Runner V2 a schedule keeps FULL CUDA graphs, but in 0.25.0-0.31.x its speculator drafts the largest K
-every step, so a K below the schedule's largest runs slower than a plain engine of that K. What is left of the
-plain engine's aggregate speed: the same 31B-shaped MTP pair, H200, vLLM 0.26.0 with the v2-schedule-drafter-graphs
-hotfix, K = 3 and 5 through a K = 8 schedule engine over plain K = 3 and 5 engines, geometric mean over 1-32
-sequences at acceptance 0.85 and 0.70, 16 and 32 sequences pooled over two runs (0.49-1.02 per level; K = 8
-itself: 0.98; docs/gpu/README.md section 7.3, ``docs/gpu/load_31b.v2.schedule.json``)."""
-
-V2_RESOLVED_GAIN = 1.05
-"""Where Model Runner V2 drafts only the scheduled K (0.32.0 on), no schedule was measured: one is planned only if
-predicted at least 5% faster than one K, since the measured V2 schedules (0.26.0) landed within -6% / +2% of the
-best single K over 1-32 sequences (docs/gpu/README.md section 7.3): a smaller predicted gain is inside what
-those runs could not tell apart."""
-
-
-class MeasuredLevel(BaseModel):
-    """One concurrency level of a load test."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch_size: int
-    per_position_acceptance: tuple[float, ...]
-    """vLLM's unconditional acceptance per draft position at this level (counter deltas of the level)."""
-    server_k: int
-    """The benched server's ``num_speculative_tokens``."""
-    speedup: float
-    """Per-sequence decode tok/s over the baseline's at the same concurrency."""
-
-
-class LoadTest(BaseModel):
-    """What a load test measured, per level (the fact the schedule is decided from)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    source: str
-    levels: tuple[MeasuredLevel, ...]
-
-
-class LevelChoice(BaseModel):
-    """The K for one measured batch size, and the figures behind it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch_size: int
-    measured_k: int | None
-    """The benched server's K (None: planned from the shipped step costs, no server benched)."""
-    measured_speedup: float | None
-    cost_ratio: float
-    """c at this batch size: the measured step time beyond the target's, per drafted token, in target steps."""
-    overhead: float = 0.0
-    """o at this batch size (shipped step costs: the fitted step's intercept beyond one target step)."""
-    best_k: int
-    """0: no K beats the target alone at this batch size."""
-    predicted: tuple[float, ...]
-    """Predicted speedup for K = 1, 2, ... (index K - 1)."""
-
-    def speedup_at(self, k: int) -> float:
-        return 1.0 if k == 0 else self.predicted[k - 1]
 
 
 class KScheduleDecision(BaseModel):
@@ -133,100 +71,6 @@ def no_k_schedule(reason: str) -> KScheduleDecision:
     """The decision of a plan that serves the target alone (``reason``: why it does)."""
     return KScheduleDecision(outcome="no-speculation", k=None, schedule=None, reason=f"no K: {reason}")
 
-
-def read_load_test(path: Path, max_num_seqs: int) -> LoadTest:
-    """The per-level measurements of a bench result; ``UserError`` for a result that cannot give a schedule."""
-    result = load_result(path)
-    again = (f"python -m specdraft bench --base-url SPEC_URL --model NAME --concurrency 1,2,4,...,{max_num_seqs} "
-             f"--duration 60 --compare BASELINE_URL --out {path}  (BASELINE_URL: the same launch with --method none)")
-    if not result.speculative:
-        raise UserError(f"--from-bench {path} is a run without speculative decoding: it has no acceptance",
-                        hint=f"bench the speculative server: {again}")
-    if result.baseline is None:
-        raise UserError(f"--from-bench {path} has no baseline: a K per batch size needs the speedup at each level",
-                        hint=f"bench with the same plan without speculation as --compare: {again}")
-    levels = [_measured_level(path, lv, result.baseline.level(lv.concurrency), again)
-              for lv in result.levels if lv.concurrency <= max_num_seqs]
-    if not levels:
-        measured = ", ".join(str(lv.concurrency) for lv in result.levels)
-        raise UserError(f"--from-bench {path} measured concurrency {measured}, none at or below --max-num-seqs "
-                        f"{max_num_seqs}", hint=f"bench the batch sizes this server will run: {again}")
-    return LoadTest(source=str(path), levels=tuple(levels))
-
-
-def _measured_level(path: Path, level, base, again: str) -> MeasuredLevel:
-    where = f"--from-bench {path} at concurrency {level.concurrency}"
-    rates = level.spec_decode.per_position_acceptance if level.spec_decode is not None else None
-    if not rates:
-        raise UserError(f"{where} has no acceptance counters (no drafts were counted for that level)",
-                        hint=f"bench again with this specdraft, which reads /metrics around every level: {again}")
-    if base is None or not (level.decode_tok_s or 0) > 0 or not (base.decode_tok_s or 0) > 0:
-        raise UserError(f"{where} has no decode speed for both runs, so no speedup",
-                        hint=f"bench both servers at the same levels: {again}")
-    speedup = level.decode_tok_s / base.decode_tok_s
-    expected = 1.0 + sum(rates)
-    if speedup > expected:
-        raise UserError(f"{where}: the measured speedup {speedup:.2f}x exceeds the mean acceptance length "
-                        f"{expected:.2f}, which no speculative step can; the two runs are not the same workload",
-                        hint=f"bench both servers with the same prompts and --max-tokens: {again}")
-    return MeasuredLevel(batch_size=level.concurrency, per_position_acceptance=tuple(rates),
-                         server_k=level.spec_decode.num_speculative_tokens, speedup=speedup)
-
-
-def choose_level(level: MeasuredLevel, max_k: int) -> LevelChoice:
-    """The best K at one measured batch size by tune's model with this level's c."""
-    k = level.server_k
-    cost_ratio = (1.0 + sum(level.per_position_acceptance[:k])) / level.speedup - 1.0
-    cost_ratio = max(cost_ratio, 0.0) / k
-    rec = recommend(level.per_position_acceptance, cost_ratio, max_k=max_k)
-    return LevelChoice(batch_size=level.batch_size, measured_k=k, measured_speedup=level.speedup,
-                       cost_ratio=cost_ratio, best_k=rec.recommended_k,
-                       predicted=tuple(row.predicted_speedup for row in rec.table))
-
-
-def single_k(levels: list[LevelChoice], max_k: int) -> tuple[int, list[tuple[int, float]]]:
-    """The K >= 1 with the highest geometric-mean predicted speedup over the measured batch sizes, and what
-    it gives up at each against that batch size's own best K."""
-    def mean_log(k: int) -> float:
-        return sum(math.log(level.speedup_at(k)) for level in levels) / len(levels)
-
-    k = max(range(1, max_k + 1), key=lambda candidate: (round(mean_log(candidate), 9), -candidate))
-    lost = [(level.batch_size, 1.0 - level.speedup_at(k) / level.speedup_at(level.best_k)) for level in levels]
-    return k, lost
-
-
-def schedule_unavailable(rule: KPerBatchSizeRule | None, version: str | None, method: str,
-                         data_parallel_size: int) -> str | None:
-    """Why this launch cannot pass a schedule on ``version`` (whose table rule is ``rule``); None: it can."""
-    if rule is None:
-        where = f"vLLM {version} is not in" if version else "the vLLM version is unknown to"
-        return f"{where} specdraft's K-per-batch-size table (0.19.0-0.33.0)"
-    if not rule.supported:
-        return f"vLLM {version} takes one K for every batch size (num_speculative_tokens_per_batch_size came in 0.24.0)"
-    if rule.v1_methods is not None and method not in rule.v1_methods:
-        return f"vLLM {version} drops the schedule for method {method} on its V1 model runner"
-    if rule.drops_with_data_parallel and data_parallel_size > 1:
-        return (f"vLLM {version} drops the schedule with data parallelism ({data_parallel_size} ranks could pick "
-                f"different K and deadlock)")
-    return None
-
-
-def data_parallel_size_of(extra_args: list[str]) -> int:
-    """``--data-parallel-size`` / ``-dp`` among the flags passed through after ``--`` (1 when absent)."""
-    for i, arg in enumerate(extra_args):
-        name, _, value = arg.partition("=")
-        if name in ("--data-parallel-size", "-dp"):
-            value = value or (extra_args[i + 1] if i + 1 < len(extra_args) else "1")
-            return int(value) if value.isdigit() else 1
-    return 1
-
-
-def modelled_levels(modelled: ModelledCosts, max_k: int, max_num_seqs: int) -> list[LevelChoice]:
-    """tune's best K at each batch size of the shipped step costs up to ``max_num_seqs``."""
-    choices = best_k_per_batch_size(known_batch_step_cost(modelled.costs_name), modelled.acceptance, max_k=max_k,
-                                    up_to=max_num_seqs)
-    return [LevelChoice(batch_size=c.batch_size, measured_k=None, measured_speedup=None, cost_ratio=c.cost_ratio,
-                        overhead=c.overhead, best_k=c.best_k, predicted=c.predicted) for c in choices]
 
 
 def decide_k_schedule(load: LoadTest | None, *, max_num_seqs: int, version: str | None, method: str, plan_k: int,
@@ -300,12 +144,8 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
                                  reason=f"K = {ranges[0][2]} is the best K at every batch size in {basis}"
                                         + _unmeasured_tail(levels, max_num_seqs))
     rule = k_per_batch_size_table().rule_for(version)
-    why_not = schedule_unavailable(rule, version, method, data_parallel_size)
-    if why_not is None and on_v2:
-        why_not = (_below_largest_k_costs_more(levels, max_k) if rule.v2_drafts_largest_k
-                   else _gain_unresolved(levels, version, max_k))
-    elif why_not is None:
-        why_not = _graphs_cost_more(levels, rule, version, max_k)
+    why_not = why_single_k(levels, rule, version=version, method=method, max_k=max_k,
+                           data_parallel_size=data_parallel_size, on_v2=on_v2)
     if why_not is None:
         common["schedule"] = ranges
         graphs = f"with a schedule, {rule.full_cudagraphs}"
@@ -323,60 +163,6 @@ def _decide_from_levels(levels: list[LevelChoice], basis: str, *, max_num_seqs: 
     return KScheduleDecision(outcome="single-k", k=k, lost=lost, **common, reason=(
         f"{why_not}: K = {k} is the best single K over {basis}; against a K per batch size "
         f"({', '.join(f'{level.best_k} at {level.batch_size}' for level in levels)}) it gives up {gave_up}"))
-
-
-def _predicted_gain(levels: list[LevelChoice], max_k: int, below_largest: float = 1.0) -> float:
-    """The schedule's predicted speed over the best single K, geometric mean over the batch sizes; each batch size
-    whose K is below the schedule's largest keeps ``below_largest`` of its predicted speed."""
-    k, _ = single_k(levels, max_k)
-    largest = max(level.best_k for level in levels)
-
-    def scheduled(level: LevelChoice) -> float:
-        speed = level.speedup_at(level.best_k)
-        return speed if level.best_k == largest else speed * below_largest
-
-    return math.exp(sum(math.log(scheduled(level) / level.speedup_at(k)) for level in levels) / len(levels))
-
-
-def _graphs_cost_more(levels: list[LevelChoice], rule: KPerBatchSizeRule, version: str | None,
-                      max_k: int) -> str | None:
-    """Why a schedule would run slower than one K on a FULL-graph engine (None: its predicted gain covers its
-    PIECEWISE graphs): on the GPU a schedule on vLLM 0.26.0's V1 runner lost to a plain fixed-K engine at every
-    batch size, because its predicted gain over one K is smaller than what PIECEWISE graphs cost."""
-    if "PIECEWISE" not in rule.full_cudagraphs:
-        return None
-    gain = _predicted_gain(levels, max_k)
-    if gain * PIECEWISE_SPEED > 1.0:
-        return None
-    return (f"a schedule makes vLLM {version}'s V1 model runner capture PIECEWISE CUDA graphs only, which left "
-            f"{PIECEWISE_SPEED:.0%} of a FULL-graph engine's speed at the same K (measured: 31B MTP assistant, "
-            f"vLLM 0.26.0, H200); the schedule's predicted gain over one K ({gain - 1:+.0%}, geometric mean over the "
-            f"batch sizes) does not cover that")
-
-
-def _below_largest_k_costs_more(levels: list[LevelChoice], max_k: int) -> str | None:
-    """Why a schedule on a Model Runner V2 that drafts the largest K every step (0.25.0-0.31.x: its speculator's
-    loop runs num_speculative_tokens steps, the schedule trims what is verified) would run slower than one K (None:
-    it pays): each batch size whose K is below the schedule's largest keeps ``V2_BELOW_LARGEST_K_SPEED`` of its
-    predicted speed (measured on vLLM 0.26.0: the schedules there ran within -6% / +2% of the best single K over 1-32
-    sequences, and 11-19% below a plain engine of their own K at 32 sequences)."""
-    gain = _predicted_gain(levels, max_k, below_largest=V2_BELOW_LARGEST_K_SPEED)
-    if gain > 1.0:
-        return None
-    return (f"on Model Runner V2 a schedule's K below its largest ran at {V2_BELOW_LARGEST_K_SPEED:.0%} of a plain "
-            f"engine of that K (measured: 31B MTP assistant, vLLM 0.26.0, H200); with that, the schedule's predicted "
-            f"speed is {gain - 1:+.0%} against one K (geometric mean over the batch sizes)")
-
-
-def _gain_unresolved(levels: list[LevelChoice], version: str | None, max_k: int) -> str | None:
-    """Why a schedule on a Model Runner V2 that drafts the scheduled K is not planned (None: it is): a predicted
-    gain over one K below ``V2_RESOLVED_GAIN``."""
-    gain = _predicted_gain(levels, max_k)
-    if gain >= V2_RESOLVED_GAIN:
-        return None
-    return (f"the schedule's predicted gain over one K ({gain - 1:+.0%}, geometric mean over the batch sizes) is below "
-            f"the {V2_RESOLVED_GAIN - 1:.0%} that the measured Model Runner V2 schedules could resolve (vLLM {version} "
-            "drafts only the scheduled K; no schedule on it was measured)")
 
 
 def _describe(ranges: list[tuple[int, int, int]], levels: list[LevelChoice], max_num_seqs: int) -> str:

@@ -188,20 +188,18 @@ def is_whole_draft_model(draft: Checkpoint | None) -> bool:
     return draft is not None and draft.family is not None and not draft.is_assistant
 
 
-def plan_memory(
-    target: Checkpoint,
-    draft: Checkpoint | None,
-    profile: GpuProfile,
-    *,
-    max_model_len: int,
-    gpu_memory_utilization: float | None = None,
-    kv_cache_dtype: str = "fp8",
-    max_num_seqs: int = 1,
-    hybrid_kv_cache_manager: bool = False,
-    tensor_parallel_size: int = 1,
-    draft_tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-) -> MemoryPlan:
+def _stage_shapes(models: list[Checkpoint], splits: list[tuple[int, int]], *, kv_dtype_bytes: int,
+                  hybrid_kv_cache_manager: bool) -> list[KVShape]:
+    """Each model's KV shape on one GPU: its ``(tensor, pipeline)`` parallel sizes from ``splits``."""
+    return [_per_stage(kv_shape(model, kv_dtype_bytes=kv_dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+                                tensor_parallel_size=tp), pp)
+            for model, (tp, pp) in zip(models, splits)]
+
+
+def plan_memory(target: Checkpoint, draft: Checkpoint | None, profile: GpuProfile, *, max_model_len: int,
+                gpu_memory_utilization: float | None = None, kv_cache_dtype: str = "fp8", max_num_seqs: int = 1,
+                hybrid_kv_cache_manager: bool = False, tensor_parallel_size: int = 1,
+                draft_tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1) -> MemoryPlan:
     """Fit the weights and ``max_num_seqs`` x ``max_model_len`` tokens of KV into one GPU of ``profile``.
 
     With tensor parallelism each GPU holds 1/TP of a model's weights and its share of the KV heads; with
@@ -211,9 +209,7 @@ def plan_memory(
     dtype_bytes = 1 if kv_cache_dtype in FP8_KV_DTYPES else target.dtype_bytes
     models = [target] + ([draft] if draft is not None else [])
     splits = [(tensor_parallel_size, pipeline_parallel_size), (draft_tensor_parallel_size, 1)][:len(models)]
-    shapes = [_per_stage(kv_shape(m, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager,
-                                  tensor_parallel_size=tp), pp)
-              for m, (tp, pp) in zip(models, splits)]
+    shapes = _stage_shapes(models, splits, kv_dtype_bytes=dtype_bytes, hybrid_kv_cache_manager=hybrid_kv_cache_manager)
     budget = int(profile.total_bytes * utilization)
     target_weights = (target.weight_bytes or 0) // (tensor_parallel_size * pipeline_parallel_size)
     draft_weights = (draft.weight_bytes or 0) // draft_tensor_parallel_size if draft is not None else 0
