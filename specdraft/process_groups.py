@@ -218,12 +218,7 @@ def run_bounded(argv: Sequence[str], *, timeout_s: float, max_bytes: int = 16 * 
             for reader in readers:
                 reader.start()
             end = time.monotonic() + timeout_s
-            while process.poll() is None and not over.is_set() and time.monotonic() < end:
-                try:
-                    process.wait(timeout=0.05)
-                except subprocess.TimeoutExpired:
-                    pass
-            finished = process.poll() is not None and not over.is_set()
+            finished = _exited_within(process, over, end)
             if finished:
                 # What it wrote before exiting is in the pipes; what it left running may hold them open for good.
                 drained_by = min(end, time.monotonic() + _DRAIN_S)
@@ -238,3 +233,14 @@ def run_bounded(argv: Sequence[str], *, timeout_s: float, max_bytes: int = 16 * 
                 stream.close()
     return Captured(returncode=process.returncode if finished else None, stdout=bytes(buffers["stdout"]),
                     stderr=bytes(buffers["stderr"]), over=over.is_set(), crashed=watch.reason if watch else None)
+
+
+def _exited_within(process: subprocess.Popen, over: threading.Event, end: float) -> bool:
+    """Wait until ``process`` exits, an output stream passes its cap (``over``) or ``end`` comes; whether it exited
+    with both streams within their caps."""
+    while process.poll() is None and not over.is_set() and time.monotonic() < end:
+        try:
+            process.wait(timeout=0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    return process.poll() is not None and not over.is_set()

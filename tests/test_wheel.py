@@ -44,6 +44,15 @@ def test_built_wheel_ships_both_templates(installed_wheel):
     assert paths[1].read_text() == (REPO / "chat_templates/gemma4-large.jinja").read_text()
 
 
+def test_built_wheel_ships_the_scenario_matrix(installed_wheel):
+    code = "import specdraft.templates.scenarios as s; print(len(s.SCENARIOS), s.__file__)"
+    done = run_from_wheel(installed_wheel, "-c", code)
+    assert done.returncode == 0, done.stderr
+    count, module = done.stdout.split()
+    assert int(count) == 41 and module.startswith(str(installed_wheel))
+    assert (installed_wheel / "specdraft/templates/data/scenarios.json").is_file()
+
+
 def test_built_wheel_ships_the_shape_facts_and_version_data(installed_wheel):
     assert (installed_wheel / "specdraft/planning/data/multimodal_draft_model.json").is_file()
     assert (installed_wheel / "specdraft/patching/data/transformers_gemma4.json").is_file()

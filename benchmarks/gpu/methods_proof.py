@@ -54,7 +54,7 @@ ARCHIVE = "methods-proof.tar.gz"
 
 def checkpoint(configs: Path, folder: str, work: Path) -> Path:
     """A dummy checkpoint of the config folder: Gemma 4 configs get tokenizer files, a speculator is its config."""
-    from specdraft.testbed.tiny import write_dummy_checkpoint
+    from specdraft.testbed.dummy_checkpoint import write_dummy_checkpoint
 
     source = configs / folder
     if "speculators_model_type" in json.loads((source / "config.json").read_text()):

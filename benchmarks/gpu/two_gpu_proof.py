@@ -63,7 +63,7 @@ ARCHIVE = "two-gpu-proof.tar.gz"
 
 
 def checkpoints(work: Path) -> dict[str, Path]:
-    from specdraft.testbed.tiny import write_dummy_checkpoint
+    from specdraft.testbed.dummy_checkpoint import write_dummy_checkpoint
 
     return {role: write_dummy_checkpoint(HERE / "configs" / folder, work / role)
             for role, folder in (("target", "target31b"), ("draft", "draftE2B"), ("assistant", "assistant31b"))}

@@ -20,19 +20,8 @@ from specdraft.bench._metrics import (
     spec_decode_counters_by_model,
 )
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt, load_prompts
-from specdraft.bench._results import (
-    BenchResult,
-    LevelResult,
-    Speedup,
-    Summary,
-    WherePays,
-    check_result_path,
-    compare,
-    load_result,
-    ratio,
-    round_ratio,
-    where_speculation_pays,
-)
+from specdraft.bench._results import BenchResult, LevelResult, Summary, check_result_path, load_result
+from specdraft.bench._speedups import Speedup, WherePays, compare, ratio, round_ratio, where_speculation_pays
 
 __all__ = [
     "BUILTIN_PROMPTS", "BenchResult", "check_result_path", "compare", "LevelResult", "load_prompts", "load_result",

@@ -5,7 +5,6 @@ never by ``specdraft.bench`` itself: only what sends requests pays for httpx."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import threading
 import time
@@ -15,19 +14,29 @@ from typing import Callable, Sequence
 import httpx
 
 from specdraft import __version__
-from specdraft.bench._metrics import SpecDecodeCounters, parse_spec_decode_counters
+from specdraft.bench._metrics import SpecDecodeCounters
 from specdraft.bench._prompts import BUILTIN_PROMPTS, Prompt
 from specdraft.bench._results import BenchResult, LevelResult, Summary
+from specdraft.bench._server import (
+    CONNECT_TIMEOUT_S,
+    QUESTION_TIMEOUT_S,
+    check_model,
+    scrape_spec_decode,
+    served_models,
+)
+from specdraft.bench._stream import RequestTiming, stream_request
 from specdraft.errors import UserError
+
+__all__ = [
+    "CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "MAX_CONCURRENCY", "MAX_TIMEOUT_S", "NO_SPECULATION_NOTE", "Progress",
+    "QUESTION_TIMEOUT_S", "RequestTiming", "check_model", "run_bench", "run_level", "scrape_spec_decode",
+    "served_models", "stream_request",
+]
 
 DEFAULT_TIMEOUT_S = 600.0
 """How long a request waits for the server's next bytes (``bench --timeout``): a long prompt queued behind a full
 batch may see its first token minutes after it was sent."""
 MAX_TIMEOUT_S = 86400.0
-QUESTION_TIMEOUT_S = 30.0
-"""``/v1/models`` and ``/metrics`` answer at once on a live server, so a port that takes a connection and never
-answers is found out this soon, not after ``DEFAULT_TIMEOUT_S``."""
-CONNECT_TIMEOUT_S = 10.0
 MAX_CONCURRENCY = 1024
 """Requests bench keeps in flight at most (each a thread and a connection); vLLM batches 256 sequences by default
 (``--max-num-seqs``), so levels far above what a server runs at once measure its queue, not its batching."""
@@ -36,34 +45,6 @@ NO_SPECULATION_NOTE = (
     "the server exports no speculative-decoding metrics (vllm:spec_decode_*): it runs without "
     "--speculative-config, so acceptance fields are null"
 )
-
-
-@dataclass(frozen=True)
-class RequestTiming:
-    """What one streamed request measured (times in seconds from sending it)."""
-
-    output_tokens: int
-    ttft_s: float
-    e2e_s: float
-    first_token_s: float
-    last_token_s: float
-    first_chunk_tokens: int = 1
-    """Tokens in the first streamed chunk: 1 (the prefill's) unless the server sent several steps at once."""
-
-    @property
-    def decode_tokens(self) -> int:
-        """Tokens after the first chunk: the ones decode steps produced between the first and last chunk."""
-        return max(0, self.output_tokens - self.first_chunk_tokens)
-
-    @property
-    def decode_s(self) -> float:
-        """Time from the first token to the last."""
-        return self.last_token_s - self.first_token_s
-
-    @property
-    def itl_ms(self) -> float:
-        """Mean inter-token latency of this request in ms; NaN with fewer than two tokens."""
-        return 1000.0 * self.decode_s / self.decode_tokens if self.decode_tokens else float("nan")
 
 
 @dataclass(frozen=True)
@@ -78,175 +59,6 @@ class Progress:
     duration_s: float | None = None
     warmup: bool = False
     """True while the level's unmeasured warm-up requests run."""
-
-
-def _root(base_url: str) -> str:
-    """Accept ``http://host:port`` or ``http://host:port/v1``; return the server root."""
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
-def _get(client: httpx.Client, url: str) -> httpx.Response:
-    timeout_s = min(_read_timeout_s(client), QUESTION_TIMEOUT_S)
-    try:
-        return client.get(url, timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S))
-    except httpx.TimeoutException as err:
-        raise _stalled(url, err, timeout_s) from None
-    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as err:  # UnicodeError: a host name IDNA cannot encode
-        raise UserError(
-            f"cannot reach the server at {url}: {type(err).__name__}: {err}",
-            hint="start it (python -m specdraft launch ...) or check --base-url",
-        ) from None
-
-
-def _read_timeout_s(client: httpx.Client) -> float:
-    return client.timeout.read if client.timeout.read is not None else QUESTION_TIMEOUT_S
-
-
-def _stalled(url: str, err: httpx.TimeoutException, timeout_s: float) -> UserError:
-    if isinstance(err, httpx.ConnectTimeout):
-        return UserError(f"cannot reach the server at {url}: no connection within {CONNECT_TIMEOUT_S:g} s",
-                         hint="start it (python -m specdraft launch ...) or check --base-url")
-    return UserError(f"the server at {url} took the request and sent nothing for {timeout_s:g} s; bench stopped",
-                     hint="check the server's log (is it stuck, or another program on that port?); "
-                          "bench --timeout SECONDS waits longer for a slow one")
-
-
-def served_models(client: httpx.Client, base_url: str) -> list[str]:
-    """The model ids a server lists at /v1/models."""
-    url = f"{_root(base_url)}/v1/models"
-    response = _get(client, url)
-    if response.status_code != 200:
-        raise UserError(f"{url} answered HTTP {response.status_code}: is this an OpenAI-compatible vLLM server?",
-                        hint="check --base-url")
-    try:
-        return [m["id"] for m in response.json()["data"]]
-    except (ValueError, KeyError, TypeError):
-        raise UserError(f"{url} did not return a model list: is this an OpenAI-compatible vLLM server?",
-                        hint="check --base-url") from None
-
-
-def check_model(client: httpx.Client, base_url: str, model: str) -> None:
-    """``UserError`` unless the server serves ``model``, naming what it does serve."""
-    models = served_models(client, base_url)
-    if model not in models:
-        served = ", ".join(models) or "nothing"
-        raise UserError(f"the server at {base_url} serves {served}, not {model!r}",
-                        hint=f"use --model {models[0]}" if models else "check the server's --served-model-name")
-
-
-def scrape_spec_decode(client: httpx.Client, base_url: str, model: str) -> SpecDecodeCounters | None:
-    """The server's speculative-decoding counters now (None if it exports none)."""
-    url = f"{_root(base_url)}/metrics"
-    response = _get(client, url)
-    if response.status_code != 200:
-        raise UserError(f"{url} answered HTTP {response.status_code}; bench reads acceptance from it",
-                        hint="serve with vLLM's OpenAI server, which exposes /metrics")
-    return parse_spec_decode_counters(response.text, model)
-
-
-def _server_error(response: httpx.Response) -> str:
-    try:
-        body = json.loads(response.read())
-        message = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else body.get("message")
-        return message or json.dumps(body)[:300]
-    except ValueError:
-        return response.text[:300]
-
-
-class _StreamClock:
-    """When a stream's output chunks arrived, and how many tokens they carried."""
-
-    def __init__(self) -> None:
-        self.first: float | None = None
-        self.last: float | None = None
-        self.usage_tokens: int | None = None
-        self.first_chunk_tokens = 1
-        self.chunks_with_output = 0
-
-    def add(self, chunk: dict, now: float) -> None:
-        usage = chunk.get("usage") or {}
-        if usage.get("completion_tokens") is not None:
-            previous, self.usage_tokens = self.usage_tokens or 0, int(usage["completion_tokens"])
-            is_output = self.usage_tokens > previous
-        else:
-            is_output = bool(chunk.get("choices"))
-        if is_output:
-            self.chunks_with_output += 1
-            if self.first is None:
-                self.first = now
-                self.first_chunk_tokens = self.usage_tokens if self.usage_tokens else 1
-            self.last = now
-
-    def timing(self, end: float, url: str) -> RequestTiming:
-        if self.first is None:
-            raise UserError(f"the server streamed no tokens for a request to {url}")
-        tokens = self.usage_tokens if self.usage_tokens is not None else self.chunks_with_output
-        return RequestTiming(tokens, self.first, end, self.first, self.last, self.first_chunk_tokens)
-
-
-def _chunk(payload: str, url: str) -> dict:
-    """One streamed event as a completion chunk; ``UserError`` for anything else (not JSON, an error event)."""
-    try:
-        chunk = json.loads(payload)
-    except ValueError:
-        chunk = None
-    usage = chunk.get("usage") or {} if isinstance(chunk, dict) else None
-    if not isinstance(usage, dict) or not isinstance(usage.get("completion_tokens", 0), (int, type(None))):
-        raise UserError(f"{url} streamed something that is not a completion chunk: {payload[:120]!r}",
-                        hint="bench an OpenAI-compatible vLLM server (check --base-url)")
-    if "error" in chunk:
-        error = chunk["error"]
-        raise UserError(f"the server failed a request to {url} mid-stream: "
-                        f"{error.get('message') if isinstance(error, dict) else error}",
-                        hint="the server's log says why")
-    return chunk
-
-
-def _request_body(model: str, prompt: Prompt, max_tokens: int, temperature: float) -> tuple[str, dict]:
-    """The endpoint and body of one streamed request."""
-    body: dict = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "stream": True,
-                  "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "ignore_eos": True}
-    if prompt.messages is not None:
-        body["messages"] = list(prompt.messages)
-        return "/v1/chat/completions", body
-    body["prompt"] = list(prompt.text) if isinstance(prompt.text, tuple) else prompt.text
-    return "/v1/completions", body
-
-
-def stream_request(client: httpx.Client, base_url: str, model: str, prompt: Prompt, max_tokens: int,
-                   temperature: float) -> RequestTiming:
-    """Send one streaming request (``ignore_eos``, so every request yields ``max_tokens``) and time it.
-
-    A chunk holds one or more engine steps' output: one token per step without speculation, up to
-    K + 1 with it. vLLM's ``continuous_usage_stats`` puts the running token count in every chunk, so a
-    chunk counts as output when that count grows (a chat stream's role-only first chunk does not), the
-    tokens of the first output chunk are known, and decode = (tokens - first chunk's) / span. A server
-    without it is taken chunk by chunk, the prefill's single token first.
-    """
-    path, body = _request_body(model, prompt, max_tokens, temperature)
-    url = f"{_root(base_url)}{path}"
-    clock = _StreamClock()
-    start = time.perf_counter()
-    try:
-        with client.stream("POST", url, json=body) as response:
-            if response.status_code != 200:
-                raise UserError(f"the server rejected a request to {url}: HTTP {response.status_code}: "
-                                f"{_server_error(response)}", hint="check --model and --max-tokens")
-            for line in response.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                payload = line[len("data:"):].strip()
-                if payload == "[DONE]":
-                    break
-                now = time.perf_counter() - start
-                clock.add(_chunk(payload, url), now)
-    except httpx.TimeoutException as err:
-        raise _stalled(url, err, _read_timeout_s(client)) from None
-    except httpx.HTTPError as err:
-        raise UserError(f"request to {url} failed: {type(err).__name__}: {err}",
-                        hint="check that the server is still up (its log says why it stopped)") from None
-    return clock.timing(time.perf_counter() - start, url)
 
 
 def _closed_loop(send: Callable[[int], RequestTiming], concurrency: int, *, requests: int | None = None,

@@ -9,7 +9,6 @@ facts stand in, and ``notes`` says so.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,16 +18,15 @@ from specdraft.errors import UserError
 from specdraft.families import LayerKV, ModelFamily, family_of, family_with_layer_formula, rules_for
 from specdraft.model_config import read_model_config
 from specdraft.paths import expand_user
+from specdraft.checkpoints._beside_config import safetensors_bytes, special_token_ids
 from specdraft.checkpoints._references import looks_like_path, reference_problem
 from specdraft.checkpoints._shape_facts import find_shape_facts
 from specdraft.checkpoints._speculator_params import speculator_parameters
 from specdraft.quantization import read_quantization
-from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
 Source = Literal["local", "hf-cache", "shape-facts", "unknown"]
 
 BF16_BYTES = 2
-TOKENIZER_HEAD_BYTES = 8 * 2**20
 VALIDATED_MODELOPT = "modelopt"
 # NVFP4: 4-bit weights plus one FP8 scale per 16 weights.
 NVFP4_BYTES_PER_PARAM = 0.5 + 1 / 16
@@ -148,30 +146,6 @@ class Checkpoint:
         }
 
 
-def _read_json(path: Path) -> dict | None:
-    """A JSON object file beside config.json; None when missing, not a regular file (a FIFO would wait for a
-    writer) or unparsable; a file that holds another JSON value is refused."""
-    if not path.is_file():
-        return None
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        raise UserError(f"{path}: a JSON {type(value).__name__}, not an object; not a checkpoint file",
-                        hint=f"check {path.name}, or download the checkpoint again")
-    return value
-
-
-def _safetensors_bytes(directory: Path) -> int | None:
-    """Sum of tensor bytes from the safetensors headers, else the index file's ``total_size``."""
-    if not safetensors_files(directory):
-        index = _read_json(directory / "model.safetensors.index.json") or {}
-        total = (index.get("metadata") or {}).get("total_size")
-        return int(total) if total else None
-    return sum(entry.nbytes for entry in read_tensor_index(directory).values())
-
-
 def _quantization(directory: Path) -> Quantization:
     """The checkpoint's quantization, as specdraft.quantization reads it."""
     try:
@@ -184,50 +158,6 @@ def _quantization(directory: Path) -> Quantization:
     method = VALIDATED_MODELOPT if VALIDATED_MODELOPT in info.accepted_quantization else info.vllm_quantization
     return Quantization(method=method, algo=info.quant_algo or info.scheme, kv_cache=info.kv_cache,
                         basis=" + ".join(info.sources), accepted=tuple(info.accepted_quantization), info=info)
-
-
-def _special_token_ids(directory: Path, config: dict) -> tuple[dict[str, int], tuple[int, ...]]:
-    text = config.get("text_config") or config
-    ids = {name: text[key] for name, key in (("bos", "bos_token_id"), ("pad", "pad_token_id"))
-           if type(text.get(key)) is int}
-    eos = config.get("eos_token_id", text.get("eos_token_id"))
-    generation = _read_json(directory / "generation_config.json") if directory else None
-    if generation and generation.get("eos_token_id") is not None:
-        eos = generation["eos_token_id"]
-    eos_ids = tuple(i for i in (eos if isinstance(eos, list) else [eos]) if type(i) is int)
-    tokenizer = _read_json(directory / "tokenizer_config.json") if directory else None
-    decoder = (tokenizer or {}).get("added_tokens_decoder")
-    added = [{"id": int(i), **t} for i, t in (decoder.items() if isinstance(decoder, dict) else ())
-             if isinstance(t, dict) and i.isdecimal()]
-    if not added and directory:
-        added = _tokenizer_json_added_tokens(directory / "tokenizer.json")
-    # The draft reuses the target's tokenizer, so a draft trained with other ids for these proposes
-    # the wrong tokens.
-    pairing = rules_for(config).pairing_tokens
-    for token in added:
-        # an id that is not a whole number (true, 1.5, NaN) names no token
-        if token.get("content") in pairing and type(token.get("id")) is int:
-            ids[token["content"]] = int(token["id"])
-    return ids, eos_ids
-
-
-def _tokenizer_json_added_tokens(path: Path) -> list[dict]:
-    """``added_tokens`` of a tokenizer.json, read from the file's head (it precedes the large vocab)."""
-    if not path.is_file():
-        return []
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(TOKENIZER_HEAD_BYTES).decode("utf-8", errors="ignore")
-    except OSError:
-        return []
-    start = head.find('"added_tokens"')
-    if start < 0:
-        return []
-    try:
-        tokens, _ = json.JSONDecoder().raw_decode(head, head.index("[", start))
-    except ValueError:
-        return []
-    return [t for t in tokens if isinstance(t, dict) and "id" in t]
 
 
 def estimate_weight_bytes(config: dict, params: int, quant_method: str | None) -> int:
@@ -251,9 +181,9 @@ def _from_directory(ref: str, directory: Path, source: Source) -> Checkpoint:
         return Checkpoint(ref=ref, source="unknown", path=directory, config={},
                           notes=(f"{directory / 'config.json'} is missing",))
     config = read_model_config(directory / "config.json")
-    ids, eos = _special_token_ids(directory, config)
+    ids, eos = special_token_ids(directory, config)
     quantization = _quantization(directory)
-    weight_bytes, basis = _safetensors_bytes(directory), "safetensors headers"
+    weight_bytes, basis = safetensors_bytes(directory), "safetensors headers"
     params = language_model_parameters(config)
     if weight_bytes is None and params:
         # no weights on disk (config.json only, or a download in progress): the family's formula, not 0
@@ -312,7 +242,7 @@ def inspect_checkpoint(ref: str, *, revision: str | None = None, hf_cache: Path 
         params = facts.language_model_params if text_only else (facts.hf_params or facts.language_model_params)
         weight_bytes = estimate_weight_bytes(facts.config, params, facts.quant_method)
         basis = f"estimated from {params:,} parameters" + (f" as {facts.quant_method} NVFP4" if facts.quant_method else " in BF16")
-    ids, eos = _special_token_ids(None, facts.config)
+    ids, eos = special_token_ids(None, facts.config)
     return Checkpoint(
         ref=ref, source="shape-facts", path=None, config=facts.config, notes=tuple(notes),
         quantization=Quantization(method=facts.quant_method, algo=facts.quant_algo, basis=facts.basis),

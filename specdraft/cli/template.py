@@ -21,7 +21,16 @@ from specdraft.templates.probe import PROBE_TIMEOUT_S
 def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) -> None:
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     commands = parser.add_subparsers(dest="template_command", metavar="SUBCOMMAND", required=True)
+    _register_check(commands)
+    _register_probe(commands)
+    path = commands.add_parser("path", help="print the path of the template specdraft ships",
+                               description="Print the path of the chat template specdraft ships for a variant "
+                                           "(e: E2B/E4B, large: 31B and 26B-A4B), to pass to vllm serve --chat-template.")
+    path.add_argument("--variant", choices=["e", "large"], required=True)
+    path.set_defaults(run=run_path)
 
+
+def _register_check(commands: argparse._SubParsersAction) -> None:
     check = commands.add_parser(
         "check",
         help="render the scenario matrix (both content formats) and report every leak or format defect",
@@ -45,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
     check.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     check.set_defaults(run=run_check)
 
+
+def _register_probe(commands: argparse._SubParsersAction) -> None:
     probe = commands.add_parser(
         "probe",
         help="send scenario requests (streaming and not) to a running server and scan the answers for leaks",
@@ -65,12 +76,6 @@ def register(subparsers: argparse._SubParsersAction, name: str, help_text: str) 
                        help=f"how long each request waits for the server's answer (default {PROBE_TIMEOUT_S:g})")
     probe.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     probe.set_defaults(run=run_probe)
-
-    path = commands.add_parser("path", help="print the path of the template specdraft ships",
-                               description="Print the path of the chat template specdraft ships for a variant "
-                                           "(e: E2B/E4B, large: 31B and 26B-A4B), to pass to vllm serve --chat-template.")
-    path.add_argument("--variant", choices=["e", "large"], required=True)
-    path.set_defaults(run=run_path)
 
 
 def run_check(args: argparse.Namespace) -> ExitCode:
@@ -170,28 +175,11 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
     if not (math.isfinite(args.timeout) and 0 < args.timeout <= 86400):
         raise UserError(f"--timeout must be seconds above 0 and at most 86400, got {args.timeout}",
                         hint=f"--timeout {PROBE_TIMEOUT_S:g} (the default)")
-    extra_body = None
-    if args.extra_body:
-        try:
-            extra_body = json.loads(args.extra_body)
-        except json.JSONDecodeError as err:
-            raise UserError(f"--extra-body is not JSON: {err}", hint="pass a JSON object, e.g. '{}'") from None
-        if not isinstance(extra_body, dict):
-            raise UserError("--extra-body must be a JSON object", hint="wrap the fields in {...}")
+    extra_body = _extra_body(args.extra_body)
 
     def show(result) -> None:
-        if args.json:
-            return
-        mode = "stream" if result.stream else "plain "
-        if result.error:
-            status = f"ERROR {result.error}"
-        elif result.leaks:
-            status = "LEAK  " + "; ".join(f"{leak.marker!r} in {leak.where}: {leak.excerpt}" for leak in result.leaks)
-        else:
-            status = "ok"
-        if result.note:
-            status += f" ({result.note})"
-        print(f"{result.request:<22} {mode}  {status}", flush=True)
+        if not args.json:
+            print(_probe_line(result), flush=True)
 
     try:
         results = probe_server(
@@ -226,6 +214,33 @@ def run_probe(args: argparse.Namespace) -> ExitCode:
             print("next: serve with --reasoning-parser gemma4 and specdraft's template "
                   "(`specdraft template path --variant e|large`)", file=sys.stderr)
     return ExitCode.ATTENTION if bad else ExitCode.OK
+
+
+def _extra_body(text: str | None) -> dict | None:
+    """``--extra-body`` as a JSON object; ``UserError`` for anything else."""
+    if not text:
+        return None
+    try:
+        extra_body = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(f"--extra-body is not JSON: {err}", hint="pass a JSON object, e.g. '{}'") from None
+    if not isinstance(extra_body, dict):
+        raise UserError("--extra-body must be a JSON object", hint="wrap the fields in {...}")
+    return extra_body
+
+
+def _probe_line(result) -> str:
+    """One probed request in one line: its name, streamed or not, and what came back."""
+    mode = "stream" if result.stream else "plain "
+    if result.error:
+        status = f"ERROR {result.error}"
+    elif result.leaks:
+        status = "LEAK  " + "; ".join(f"{leak.marker!r} in {leak.where}: {leak.excerpt}" for leak in result.leaks)
+    else:
+        status = "ok"
+    if result.note:
+        status += f" ({result.note})"
+    return f"{result.request:<22} {mode}  {status}"
 
 
 def run_path(args: argparse.Namespace) -> ExitCode:

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 from specdraft.cache import cache_root
-from specdraft.patching.journal import write_atomically
+from specdraft.patching.file_writes import write_atomically
 
-_ENGINE_SOURCES = ("engine.py", "hotfix.py", "anchors.py", "status_memo.py")
+_ENGINE_SOURCES = ("assessment.py", "engine.py", "hotfix.py", "anchors.py", "status_memo.py")
 _KEEP = 256
 
 

@@ -11,7 +11,8 @@ from specdraft.quantization.checks import (
     nvfp4_kernel_path,
     parse_compute_capability,
 )
-from specdraft.quantization.inspect import Producer, QuantizationInfo, read_quantization
+from specdraft.quantization.info import Producer, QuantizationInfo
+from specdraft.quantization.inspect import read_quantization
 
 __all__ = [
     "Finding",

@@ -27,7 +27,7 @@ from specdraft.errors import UserError
 from specdraft.families.gemma4 import EMBEDDER_PROJECTIONS as _EMBEDDERS
 from specdraft.families.gemma4 import UNQUANTIZED_TOWER_PREFIXES as _UNQUANTIZABLE_PREFIXES
 from specdraft.findings import Finding
-from specdraft.quantization.inspect import (
+from specdraft.quantization.info import (
     VLLM_LEGACY_FILE_QUANT_ALGOS,
     VLLM_MODELOPT_QUANT_ALGOS,
     QuantizationInfo,

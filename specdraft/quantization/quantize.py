@@ -43,85 +43,45 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
-import re
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable
 
 from specdraft.dependencies import missing_dependency
-from specdraft.errors import RefusedError, UserError
+from specdraft.errors import UserError
 from specdraft.families import text_config
-from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
-from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
+from specdraft.families.gemma4 import TEXT_ONLY_ARCHITECTURE
+from specdraft.model_config import read_model_config
 from specdraft.quantization.calibration import TOKENIZER_FILES, calibration_token_ids
-from specdraft.quantization.checks import Finding, check_quantization, is_excluded
-from specdraft.quantization.inspect import QuantizationInfo, read_json_object, read_quantization
-from specdraft.model_config import check_model_config, read_model_config
-from specdraft.safetensors_index import TensorEntry, element_count, read_tensor_index, safetensors_files
-
-DraftScheme = Literal["nvfp4", "nvfp4-a16", "fp8"]
-
-# scheme -> (ModelOpt preset in modelopt.torch.quantization, quant_algo the export must carry)
-SCHEME_PRESETS: dict[str, tuple[str, str]] = {
-    "nvfp4": ("NVFP4_DEFAULT_CFG", "NVFP4"),
-    "nvfp4-a16": ("W4A16_NVFP4_CFG", "W4A16_NVFP4"),
-    "fp8": ("FP8_DEFAULT_CFG", "FP8"),
-}
-# scheme -> elements per weight scale block along the input features (the preset's weight_quantizer
-# ``block_sizes[-1]`` in modelopt 0.47 torch/quantization/config.py); None: one scale per tensor.
-SCHEME_WEIGHT_BLOCK: dict[str, int | None] = {"nvfp4": 16, "nvfp4-a16": 16, "fp8": None}
-
-# Peak memory while quantizing: the BF16 model, the packed copy the export builds, activations.
-# Measured on the CPU with ModelOpt 0.47 (peak RSS): 2.7M parameters -> 0.54 GB, a 398M-parameter
-# E2B-shaped model (0.80 GB in BF16) -> 1.73 GB, i.e. ~0.5 GB + 1.5x the BF16 weights. The fixed
-# part is rounded up to 2 GiB for real vocabularies (262144-wide logits during calibration).
-_PEAK_OVER_WEIGHTS = 1.5
-_FIXED_OVERHEAD_BYTES = 2 * 1024**3
-_TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
-    "chat_template.jinja", "chat_template.json", "processor_config.json", "preprocessor_config.json",
-    "generation_config.json",
+from specdraft.quantization.checks import Finding, is_excluded
+from specdraft.quantization.export import check_out_dir, export_checked
+from specdraft.quantization.info import QuantizationInfo
+from specdraft.quantization.inspect import read_quantization
+from specdraft.quantization.plan import (
+    NEEDED_SHAPES,
+    SCHEME_PRESETS,
+    SCHEME_WEIGHT_BLOCK,
+    DraftScheme,
+    QuantizePlan,
+    check_model_dir,
+    is_unblockable,
+    plan_quantization,
 )
-_NEEDED_SHAPES = ("num_hidden_layers", "vocab_size")
-"""What quantizing reads of the language model's shapes: the layers (which of them share a KV cache) and the
-vocabulary (random calibration tokens); the weights' shapes come from the safetensors headers."""
-_PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
-# ``...experts.{id}.`` (ModelOpt's export and per-expert checkpoints), not preceded by ``.moe`` when renaming.
-_PER_EXPERT_TENSOR = re.compile(r"\.experts\.\d+\.")
-_MODELOPT_EXPERT = re.compile(r"(?<!\.moe)\.experts\.(?=\d+\.)")
 
-
-@dataclass(frozen=True)
-class QuantizePlan:
-    """What ``quantize_draft`` will do, decided from files alone."""
-
-    model_dir: Path
-    architecture: str
-    scheme: DraftScheme
-    exclusions: tuple[str, ...]
-    """ModelOpt quantizer-name wildcards disabled on top of the scheme's preset."""
-    unblockable: tuple[str, ...]
-    """Linear layers whose input features are not a multiple of the scheme's weight block: kept BF16 (in ``exclusions``)."""
-    kv_shared_layers: tuple[int, ...]
-    parameters: int
-    bf16_bytes: int
-    required_bytes: int
-    available_bytes: int
-    device: str
-    text_only: bool = False
-    """Export only the language model, as ``Gemma4ForCausalLM`` (towers and their projections dropped)."""
-    moe_prefix: bool = False
-    """Store each expert under ``.moe.experts.{id}.`` (the community per-expert layout) instead of ModelOpt's ``.experts.{id}.``."""
-
-    @property
-    def output_architecture(self) -> str:
-        return TEXT_ONLY_ARCHITECTURE if self.text_only else self.architecture
+__all__ = [
+    "SCHEME_PRESETS",
+    "SCHEME_WEIGHT_BLOCK",
+    "DraftScheme",
+    "QuantizePlan",
+    "QuantizeResult",
+    "check_model_dir",
+    "check_out_dir",
+    "plan_quantization",
+    "quantize_draft",
+]
 
 
 @dataclass
@@ -135,108 +95,6 @@ class QuantizeResult:
     seconds: dict[str, float] = field(default_factory=dict)
     kept_in_bf16: dict[str, str] = field(default_factory=dict)
     """Linear layers kept BF16 beyond the Gemma 4 exclusions, and why (all-zero weight, not a multiple of the block)."""
-
-
-def check_model_dir(model_dir: str | os.PathLike) -> None:
-    """Refuse (``UserError``, naming it as given) a ``--model`` that is not a directory, before anything looks
-    inside it."""
-    if Path(model_dir).is_dir():
-        return
-    what = "is not a directory" if Path(model_dir).exists() else "does not exist"
-    raise UserError(f"--model {model_dir} {what}",
-                    hint="pass the local directory of a Hugging Face Gemma 4 checkpoint (e.g. gemma-4-E2B-it)")
-
-
-def plan_quantization(
-    model_dir: str | os.PathLike,
-    scheme: DraftScheme = "nvfp4",
-    *,
-    extra_exclusions: tuple[str, ...] = (),
-    device: str = "cpu",
-    available_bytes: int | None = None,
-    text_only: bool = False,
-    moe_prefix: bool = False,
-) -> QuantizePlan:
-    """Check that ``model_dir`` can be quantized here, and how; raises ``UserError`` / ``RefusedError`` if not,
-    naming ``model_dir`` as given (``./x`` keeps its ``./``).
-
-    ``available_bytes`` defaults to this machine's available memory (``MemAvailable``) for ``cpu``,
-    or the GPU's free memory for ``cuda``.
-    """
-    typed, model_dir = model_dir, Path(model_dir)
-    check_model_dir(typed)
-    if scheme not in SCHEME_PRESETS:
-        raise UserError(f"scheme {scheme!r} is not one of {', '.join(SCHEME_PRESETS)}")
-    if not os.path.lexists(model_dir / "config.json"):
-        raise UserError(f"{typed} has no config.json", hint="pass the directory of a Hugging Face Gemma 4 checkpoint")
-    config = read_model_config(model_dir / "config.json", needs=())
-    architecture = _gemma4_architecture(typed, config)
-    check_model_config(config, model_dir / "config.json", needs=_NEEDED_SHAPES)
-    if read_quantization(model_dir) is not None:
-        raise UserError(
-            f"{typed} is already quantized",
-            hint="quantize the BF16 base checkpoint (e.g. google/gemma-4-E2B-it) instead",
-        )
-    _check_weights_present(typed)
-    index = read_tensor_index(model_dir)
-    _check_expert_layout(typed, config, index, moe_prefix)
-    parameters = sum(element_count(entry) for entry in index.values())
-    bf16_bytes = 2 * parameters
-    required = int(bf16_bytes * _PEAK_OVER_WEIGHTS) + _FIXED_OVERHEAD_BYTES
-    if available_bytes is None:
-        available_bytes = _available_bytes(device)
-    _check_fits(model_dir, parameters, required, available_bytes, device)
-    kv_shared = GEMMA4.kv_shared_layers(config)
-    exclusions = GEMMA4.quantization_exclusions(config) + tuple(extra_exclusions)
-    unblockable = tuple(
-        name for name, in_features in _linear_input_features(index)
-        if not is_excluded(f"{name}.weight_quantizer", exclusions) and _is_unblockable(in_features, scheme)
-    )
-    return QuantizePlan(
-        model_dir=model_dir, architecture=architecture, scheme=scheme, unblockable=unblockable,
-        exclusions=exclusions + tuple(f"{name}.*" for name in unblockable),
-        kv_shared_layers=kv_shared, parameters=parameters, bf16_bytes=bf16_bytes,
-        required_bytes=required, available_bytes=available_bytes, device=device, text_only=text_only,
-        moe_prefix=moe_prefix,
-    )
-
-
-def _check_expert_layout(model_dir: str | os.PathLike, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
-    """Refuse ``moe_prefix`` for a dense model, and a MoE checkpoint whose experts are already stored apart."""
-    text = text_config(config)
-    is_moe = isinstance(text, Mapping) and bool(text.get("enable_moe_block"))
-    if moe_prefix and not is_moe:
-        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (enable_moe_block is not set)",
-                        hint="leave --moe-prefix out for a dense model")
-    apart = next((name for name in index if _PER_EXPERT_TENSOR.search(name)), None)
-    if is_moe and apart is not None:
-        raise UserError(f"{model_dir} stores its experts one tensor per expert ({apart}); transformers loads only "
-                        "the fused layout (experts.gate_up_proj / experts.down_proj)",
-                        hint="quantize the BF16 checkpoint as Google publishes it (e.g. google/gemma-4-26B-A4B-it)")
-
-
-def _gemma4_architecture(model_dir: str | os.PathLike, config: dict) -> str:
-    """The checkpoint's architecture, refused unless it is one of Gemma 4's."""
-    architectures = config.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
-    if architecture not in GEMMA4_ARCHITECTURES:
-        raise UserError(
-            f"{model_dir} is a {architecture or config.get('model_type') or 'model of unknown architecture'}, "
-            f"not Gemma 4 ({' / '.join(GEMMA4_ARCHITECTURES)})",
-            hint="specdraft quantize makes Gemma 4 checkpoints only (E2B / E4B drafts, the 26B-A4B)",
-        )
-    return architecture
-
-
-def _check_fits(model_dir: Path, parameters: int, required: int, available: int, device: str) -> None:
-    """Refuse before loading anything when quantizing would run out of ``device`` memory."""
-    if required > available:
-        raise RefusedError(
-            f"quantizing {model_dir.name} ({parameters:,} parameters, {2 * parameters / 1024**3:.1f} GiB in BF16) "
-            f"needs about {required / 1024**3:.1f} GiB of {device} memory; {available / 1024**3:.1f} GiB "
-            "is available",
-            hint="run it on a machine with more memory (or a GPU: --device cuda)",
-        )
 
 
 def quantize_draft(
@@ -256,7 +114,6 @@ def quantize_draft(
     check_out_dir(out_dir)
     out_dir = Path(out_dir)
     torch, transformers, mtq, export_hf_checkpoint, modelopt_version = _import_quantize_stack()
-    from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
@@ -274,21 +131,15 @@ def quantize_draft(
                  + ", ".join(f"{name} ({why})" for name, why in list(kept.items())[:3]) + (", ..." if len(kept) > 3 else ""))
     quant_config = _with_exclusions(getattr(mtq, preset_name), plan.exclusions + tuple(f"{name}.*" for name in kept))
 
-    def forward_loop(quantized_model: Any) -> None:
-        with torch.no_grad():
-            for ids in tqdm(sequences, desc=f"calibrating ({plan.scheme})", unit="seq", file=sys.stderr):
-                quantized_model(input_ids=torch.tensor([ids], device=plan.device))
-
     phase = time.perf_counter()
-    with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
-        model = mtq.quantize(model, quant_config, forward_loop)
+    model = _calibrate(model, plan, quant_config, sequences, mtq, torch)
     seconds["calibrate"] = time.perf_counter() - phase
     if plan.text_only and plan.architecture != TEXT_ONLY_ARCHITECTURE:
         model = _language_model_only(model, transformers, torch)
 
     phase = time.perf_counter()
     progress(f"exporting to {out_dir}")
-    findings = _export_checked(model, plan, out_dir, export_hf_checkpoint, torch, expected_algo)
+    findings = export_checked(model, plan, out_dir, export_hf_checkpoint, torch, expected_algo)
     seconds["export"] = time.perf_counter() - phase
     seconds["total"] = time.perf_counter() - started
     return QuantizeResult(
@@ -298,12 +149,26 @@ def quantize_draft(
     )
 
 
+def _calibrate(model: Any, plan: QuantizePlan, quant_config: dict[str, Any], sequences: list[list[int]], mtq: Any,
+               torch: Any) -> Any:
+    """``mtq.quantize`` with the calibration set run through the model once."""
+    from tqdm.auto import tqdm  # noqa: PLC0415 - a transformers dependency, needed only here
+
+    def forward_loop(quantized_model: Any) -> None:
+        with torch.no_grad():
+            for ids in tqdm(sequences, desc=f"calibrating ({plan.scheme})", unit="seq", file=sys.stderr):
+                quantized_model(input_ids=torch.tensor([ids], device=plan.device))
+
+    with contextlib.redirect_stdout(sys.stderr):  # ModelOpt prints its progress to stdout
+        return mtq.quantize(model, quant_config, forward_loop)
+
+
 def _calibration_sequences(plan: QuantizePlan, transformers: Any, calib: str, *, samples: int | None,
                            max_seq_len: int) -> list[list[int]]:
     """The calibration set as token ids, tokenized with the model's own tokenizer and chat template."""
     tokenizer = _load_tokenizer(transformers, plan.model_dir)
     config_path = plan.model_dir / "config.json"
-    vocab_size = text_config(read_model_config(config_path, needs=_NEEDED_SHAPES)).get("vocab_size")
+    vocab_size = text_config(read_model_config(config_path, needs=NEEDED_SHAPES)).get("vocab_size")
     if not isinstance(vocab_size, int) or vocab_size < 4:
         raise UserError(f"{config_path}: vocab_size is {vocab_size!r}, not a vocabulary size",
                         hint="pass the config.json of a Hugging Face Gemma 4 checkpoint")
@@ -312,68 +177,6 @@ def _calibration_sequences(plan: QuantizePlan, transformers: Any, calib: str, *,
     if not sequences:
         raise UserError("no calibration sequences", hint="pass --calib builtin or a file with samples")
     return sequences
-
-
-def _export_checked(model: Any, plan: QuantizePlan, out_dir: Path, export_hf_checkpoint: Callable[..., Any],
-                    torch: Any, expected_algo: str) -> list:
-    """Export into a staging directory beside ``out_dir``, read it back, and only then rename it into place.
-
-    Returns the export's own findings; raises (leaving ``out_dir`` untouched) when the export reads back as
-    another scheme, carries a non-finite scale or fails its own checks.
-    """
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-    try:
-        with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
-            export_hf_checkpoint(model, export_dir=staging)
-        _keep_source_config(plan.model_dir, staging, text_only=plan.text_only)
-        if plan.moe_prefix:
-            _move_experts_under_moe(staging)
-        _copy_tokenizer_files(plan.model_dir, staging, text_only=plan.text_only)
-        info = read_quantization(staging)
-        if info is None or info.quant_algo != expected_algo:
-            raise RuntimeError(f"ModelOpt export in {staging} reads back as {info and info.quant_algo}, "
-                               f"not {expected_algo}")
-        broken = _non_finite_scales(staging, torch)
-        if broken:
-            raise RuntimeError(f"ModelOpt export in {staging} has non-finite scales: {', '.join(broken[:3])}")
-        findings = check_quantization(info)
-        errors = [f for f in findings if f.level == "error"]
-        if errors:
-            raise RuntimeError(f"ModelOpt export in {staging} fails its own checks: {errors[0].message}")
-        if out_dir.exists():
-            out_dir.rmdir()
-        staging.rename(out_dir)
-        return findings
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-
-
-def check_out_dir(out_dir: str | os.PathLike) -> None:
-    """Refuse (``UserError``, naming it as given) an ``--out`` that exists and is not an empty directory, or that
-    cannot be created."""
-    typed, out_dir = out_dir, Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise UserError(f"{typed} exists and is not an empty directory", hint="pass a new --out directory")
-    parent = out_dir if out_dir.exists() else out_dir.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot create {typed}: {parent} is not a writable directory",
-                        hint="pass an --out directory you can write to")
-
-
-def _linear_input_features(index: dict[str, TensorEntry]) -> list[tuple[str, int]]:
-    """(module, input features) of every 2-D ``weight`` in the headers except the embedding tables."""
-    return [(entry.name.removesuffix(".weight"), entry.shape[1]) for entry in index.values()
-            if entry.name.endswith(".weight") and len(entry.shape) == 2
-            and not entry.name.rsplit(".", 2)[-2].startswith("embed_tokens")]
-
-
-def _is_unblockable(in_features: int, scheme: str) -> bool:
-    block = SCHEME_WEIGHT_BLOCK[scheme]
-    return block is not None and in_features % block != 0
 
 
 def _kept_in_bf16(model: Any, plan: QuantizePlan, torch: Any) -> dict[str, str]:
@@ -390,41 +193,11 @@ def _kept_in_bf16(model: Any, plan: QuantizePlan, torch: Any) -> dict[str, str]:
         if not isinstance(module, torch.nn.Linear) or (
                 name not in plan.unblockable and is_excluded(f"{name}.weight_quantizer", plan.exclusions)):
             continue
-        if _is_unblockable(module.in_features, plan.scheme):
+        if is_unblockable(module.in_features, plan.scheme):
             kept[name] = f"{module.in_features} input features, not a multiple of the {block}-element block"
         elif not bool(module.weight.any()):
             kept[name] = "all-zero weight"
     return kept
-
-
-def _non_finite_scales(checkpoint: Path, torch: Any) -> list[str]:
-    """Names of the scale tensors (``*_scale``, ``*_scale_2``) in ``checkpoint`` holding a NaN or an infinity."""
-    from safetensors import safe_open  # noqa: PLC0415 - installed with transformers, needed only here
-
-    broken = []
-    for path in sorted(checkpoint.glob("*.safetensors")):
-        with safe_open(str(path), framework="pt") as tensors:
-            for name in tensors.keys():
-                if name.endswith(("_scale", "_scale_2")) and not bool(torch.isfinite(tensors.get_tensor(name).float()).all()):
-                    broken.append(name)
-    return broken
-
-
-def _move_experts_under_moe(checkpoint: Path) -> None:
-    """Rename ``.experts.{id}.`` tensors to ``.moe.experts.{id}.`` in every shard and in the shard index."""
-    from safetensors.torch import load_file, save_file  # noqa: PLC0415 - installed with transformers
-
-    def renamed(name: str) -> str:
-        return _MODELOPT_EXPERT.sub(".moe.experts.", name)
-
-    for path in sorted(checkpoint.glob("*.safetensors")):
-        tensors = load_file(str(path))
-        save_file({renamed(name): tensor for name, tensor in tensors.items()}, str(path), metadata={"format": "pt"})
-    index_path = checkpoint / "model.safetensors.index.json"
-    if index_path.is_file():
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-        index["weight_map"] = {renamed(name): shard for name, shard in index.get("weight_map", {}).items()}
-        index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
 
 
 def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dict[str, Any]:
@@ -432,43 +205,6 @@ def _with_exclusions(preset: dict[str, Any], exclusions: tuple[str, ...]) -> dic
     config = copy.deepcopy(preset)  # not a JSON round trip: block_sizes has int keys (-1)
     config["quant_cfg"] = list(config["quant_cfg"]) + [{"quantizer_name": name, "enable": False} for name in exclusions]
     return config
-
-
-def _check_weights_present(model_dir: str | os.PathLike) -> None:
-    files = safetensors_files(Path(model_dir))
-    if not files:
-        found = sorted(p.name for p in Path(model_dir).glob("*.bin")) or ["no weight files"]
-        raise UserError(
-            f"{model_dir} has no *.safetensors weights ({', '.join(found[:3])})",
-            hint="download the safetensors checkpoint (huggingface-cli download google/gemma-4-E2B-it --local-dir DIR)",
-        )
-    index_path = Path(model_dir, "model.safetensors.index.json")
-    if index_path.is_file():
-        weight_map = read_json_object(index_path).get("weight_map", {})
-        if not isinstance(weight_map, dict) or not all(isinstance(name, str) for name in weight_map.values()):
-            raise UserError(f"{index_path}: weight_map is not an object of tensor -> file names",
-                            hint="finish the download, then run quantize again")
-        missing = sorted({name for name in weight_map.values() if not Path(model_dir, name).is_file()})
-        if missing:
-            raise UserError(
-                f"{model_dir} is missing {len(missing)} weight shard(s) named in model.safetensors.index.json: {missing[0]}",
-                hint="finish the download, then run quantize again",
-            )
-
-
-def _available_bytes(device: str) -> int:
-    if device.startswith("cuda"):
-        import torch  # noqa: PLC0415 - only a GPU plan needs it
-
-        free, _total = torch.cuda.mem_get_info()
-        return int(free)
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
 def _import_quantize_stack() -> tuple[Any, Any, Any, Any, str]:
@@ -500,34 +236,3 @@ def _language_model_only(model: Any, transformers: Any, torch: Any) -> Any:
     text_model.lm_head = model.lm_head
     text_model.config.architectures = [TEXT_ONLY_ARCHITECTURE]
     return text_model.eval()
-
-
-# Top-level keys a text-only config inherits when its text_config lacks them.
-_TEXT_ONLY_INHERITED = ("tie_word_embeddings", "dtype", "torch_dtype", "bos_token_id", "eos_token_id", "pad_token_id")
-
-
-def _keep_source_config(source: Path, target: Path, *, text_only: bool = False) -> None:
-    """config.json = the source's (its ``text_config`` for a text-only draft), plus the export's ``quantization_config``.
-
-    ``save_pretrained`` in recent transformers rewrites Gemma 4 configs in its own layout (e.g.
-    ``global_head_dim`` moves into ``per_layer_config``); the source's hub layout is the one every
-    transformers release that vLLM runs with reads the same way.
-    """
-    exported = json.loads((target / "config.json").read_text(encoding="utf-8"))
-    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    if text_only and isinstance(config.get("text_config"), dict):
-        text = dict(config["text_config"])
-        for key in _TEXT_ONLY_INHERITED:
-            if key not in text and key in config:
-                text[key] = config[key]
-        config = {"architectures": [TEXT_ONLY_ARCHITECTURE], **text, "model_type": TEXT_MODEL_TYPE}
-    config["quantization_config"] = exported["quantization_config"]
-    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-
-
-def _copy_tokenizer_files(source: Path, target: Path, *, text_only: bool = False) -> None:
-    for name in _TOKENIZER_FILES:
-        if text_only and name in _PROCESSOR_FILES:
-            continue
-        if (source / name).is_file() and not (target / name).exists():
-            shutil.copy2(source / name, target / name)

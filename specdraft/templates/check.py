@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from specdraft.findings import Finding, Level
 from specdraft.templates.limits import LIMITS, Limits, RenderJob, SourceTooLarge, render_within_limits
+from specdraft.templates.problems import Problem, Rendering
 from specdraft.templates.rendering import CONTENT_FORMATS, ContentFormat, TemplateRenderError
-from specdraft.templates.rules import EMPTY_THOUGHT, RENDER_ERROR_FIX, RULES, VARIANTS, Problem, Rendering, Variant
+from specdraft.templates.rules import EMPTY_THOUGHT, RENDER_ERROR_FIX, RULES, VARIANTS, Variant
 from specdraft.templates.scenarios import SCENARIOS, Scenario
 
 EXCERPT_CONTEXT = 60

@@ -24,8 +24,7 @@ from specdraft.families.gemma4 import (
     TURN_OPEN,
     TemplateVariant as Variant,
 )
-from specdraft.templates.rendering import ContentFormat
-from specdraft.templates.scenarios import Scenario
+from specdraft.templates.problems import Problem, Rendering, problem_at_end, problems_at
 
 EMPTY_THOUGHT = "<|channel>thought\n<channel|>"
 MODEL_PROMPT = "<|turn>model\n"
@@ -45,21 +44,6 @@ WRONG_SPELLINGS = (
 
 
 @dataclass(frozen=True)
-class Rendering:
-    prompt: str
-    scenario: Scenario
-    content_format: ContentFormat
-    variant: Variant
-
-
-@dataclass(frozen=True)
-class Problem:
-    message: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class Rule:
     id: str
     fix: str
@@ -75,15 +59,6 @@ def rule(rule_id: str, *, fix: str) -> Callable:
         return check
 
     return register
-
-
-def _at(prompt: str, needle: str, message: str) -> Iterator[Problem]:
-    for match in re.finditer(re.escape(needle), prompt):
-        yield Problem(message, match.start(), match.end())
-
-
-def _tail(prompt: str, message: str) -> Problem:
-    return Problem(message, max(0, len(prompt) - 1), len(prompt))
 
 
 @rule("missing-bos", fix="start the template with {{ bos_token }}, exactly once (vLLM adds no BOS to chat prompts)")
@@ -137,10 +112,11 @@ def _empty_thought_block(r: Rendering) -> Iterator[Problem]:
         return
     has_block = r.prompt.endswith(MODEL_PROMPT + EMPTY_THOUGHT)
     if r.variant == "large" and not s.thinking and not has_block:
-        yield _tail(r.prompt, "thinking is off but the large-model generation prompt lacks the empty thought block")
+        yield problem_at_end(r.prompt,
+                             "thinking is off but the large-model generation prompt lacks the empty thought block")
     elif (r.variant == "e" or s.thinking) and r.prompt.endswith(EMPTY_THOUGHT):
         why = "thinking is on (the block suppresses thinking)" if s.thinking else "this is an E-series template"
-        yield _tail(r.prompt, f"the generation prompt ends in an empty thought block although {why}")
+        yield problem_at_end(r.prompt, f"the generation prompt ends in an empty thought block although {why}")
 
 
 @rule(
@@ -153,18 +129,19 @@ def _generation_prompt(r: Rendering) -> Iterator[Problem]:
     if s.ends_after_tool_results:
         # with or without the generation prompt: a model turn never ends at a tool result in training
         if not p.endswith("<tool_response|>") and not p.endswith("<tool_response|>" + CHANNEL_OPEN + "thought\n"):
-            yield _tail(p, "after tool results the model continues its own turn: the prompt must end at <tool_response|>")
+            yield problem_at_end(
+                p, "after tool results the model continues its own turn: the prompt must end at <tool_response|>")
     elif not s.add_generation_prompt:
         if not p.endswith(TURN_CLOSE + "\n"):
-            yield _tail(p, "add_generation_prompt is false but the prompt does not end with a closed turn")
+            yield problem_at_end(p, "add_generation_prompt is false but the prompt does not end with a closed turn")
     elif not (p.endswith(MODEL_PROMPT) or p.endswith(MODEL_PROMPT + EMPTY_THOUGHT)):
-        yield _tail(p, "the generation prompt does not open a model turn (<|turn>model\\n)")
+        yield problem_at_end(p, "the generation prompt does not open a model turn (<|turn>model\\n)")
 
 
 @rule("wrong-marker-spelling", fix="use Gemma 4's own markers: <|channel>, <channel|>, <|turn>, <turn|>")
 def _wrong_marker_spelling(r: Rendering) -> Iterator[Problem]:
     for spelling in WRONG_SPELLINGS:
-        yield from _at(r.prompt, spelling, f"{spelling} is not a Gemma 4 token")
+        yield from problems_at(r.prompt, spelling, f"{spelling} is not a Gemma 4 token")
 
 
 @rule(
@@ -206,7 +183,7 @@ def _think_switch(r: Rendering) -> Iterator[Problem]:
 )
 def _tool_result_turn(r: Rendering) -> Iterator[Problem]:
     p = r.prompt
-    yield from _at(p, "<|turn>tool", "a tool result is rendered as a separate turn")
+    yield from problems_at(p, "<|turn>tool", "a tool result is rendered as a separate turn")
     for match in re.finditer(re.escape("<|tool_response>"), p):
         turn = p.rfind(TURN_OPEN, 0, match.start())
         if turn < 0 or not p.startswith(MODEL_PROMPT, turn) or p.find(TURN_CLOSE, turn, match.start()) >= 0:
@@ -298,7 +275,8 @@ def _whitespace_relaxed(expected: str) -> re.Pattern:
 def _content_dropped(r: Rendering) -> Iterator[Problem]:
     for expected in r.scenario.must_contain:
         if expected not in r.prompt and not _whitespace_relaxed(expected).search(r.prompt):
-            yield _tail(r.prompt, f"expected {expected!r} in the prompt; it is not there, not even with other spacing")
+            yield problem_at_end(
+                r.prompt, f"expected {expected!r} in the prompt; it is not there, not even with other spacing")
 
 
 @rule(

