@@ -97,7 +97,8 @@ class Checkpoint:
 
     @property
     def num_kv_shared_layers(self) -> int:
-        return int(self.text_config.get("num_kv_shared_layers") or 0)
+        """Decoder layers that read another layer's KV cache (all of an MTP assistant's)."""
+        return len(rules_for(self.config).kv_shared_layers(self.config))
 
     @property
     def family(self) -> ModelFamily | None:

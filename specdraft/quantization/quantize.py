@@ -56,7 +56,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from specdraft.dependencies import missing_dependency
 from specdraft.errors import RefusedError, UserError
-from specdraft.families import text_config
+from specdraft.families import rules_for, text_config
 from specdraft.families.gemma4 import GEMMA4, TEXT_MODEL_TYPE, TEXT_ONLY_ARCHITECTURE
 from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
 from specdraft.quantization.calibration import TOKENIZER_FILES, calibration_token_ids
@@ -203,10 +203,9 @@ def plan_quantization(
 
 def _check_expert_layout(model_dir: str | os.PathLike, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
     """Refuse ``moe_prefix`` for a dense model, and a MoE checkpoint whose experts are already stored apart."""
-    text = text_config(config)
-    is_moe = isinstance(text, Mapping) and bool(text.get("enable_moe_block"))
+    is_moe = isinstance(text_config(config), Mapping) and rules_for(config).is_moe(config)
     if moe_prefix and not is_moe:
-        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (enable_moe_block is not set)",
+        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (its config enables none)",
                         hint="leave --moe-prefix out for a dense model")
     apart = next((name for name in index if _PER_EXPERT_TENSOR.search(name)), None)
     if is_moe and apart is not None:
