@@ -231,7 +231,13 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
                                           draft=candidate.draft.ref if candidate.draft else None,
                                           reason="; ".join(f.message for f in refusals)))
             continue
-        into.append(_rank(candidate, shape, profile, thinking, measured or {}, max_k, family))
+        try:
+            into.append(_rank(candidate, shape, profile, thinking, measured or {}, max_k, family))
+        except KeyError:  # the family's tables neither measure nor model this method
+            turned_away.append(TurnedAway(method=candidate.method,
+                                          draft=candidate.draft.ref if candidate.draft else None,
+                                          reason=f"no step cost of {candidate.method} beside "
+                                                 f"{size_name(shape, family)} in {family.display_name}'s tables"))
     for rows in (ranked, to_download):
         # among candidates that do not pay, the least bad first: the one a "no speculation" finding names
         rows.sort(key=lambda row: (-row.predicted_speedup, -(row.losing_speedup or 0.0), not row.measured_costs))
