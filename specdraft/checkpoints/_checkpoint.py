@@ -141,7 +141,7 @@ class Checkpoint:
             "vocab_size": self.vocab_size,
             "max_position_embeddings": self.max_position_embeddings,
             "sliding_window": self.sliding_window,
-            "num_kv_shared_layers": self.num_kv_shared_layers,
+            "num_kv_shared_layers": self.num_kv_shared_layers,  # family name kept: the --json field's name
             "quantization": self.quantization.method,
             "weight_bytes": self.weight_bytes,
             "weight_bytes_basis": self.weight_bytes_basis,
