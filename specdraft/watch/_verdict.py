@@ -19,7 +19,7 @@ from specdraft.bench import SpecDecodeCounters
 from specdraft.speed import HostCost, predict_speedup, recommend, step_cost
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
-from specdraft.planning import acceptance_for, costs_family, measured_shape
+from specdraft.planning import acceptance_for, measured_size
 from specdraft.speed import size_name, step_model
 
 Verdict = Literal["pays", "marginal", "loses", "idle", "no-speculation"]
@@ -74,8 +74,7 @@ def costs_for(method: str, target: Checkpoint | None, *, profile: str, thinking:
               how: str = "") -> PairCosts:
     """The step model of ``method`` beside ``target`` on ``profile`` (the 31B's where the target's shape was not
     measured, and the basis says so)."""
-    family = costs_family(target)
-    shape = measured_shape(target) if target is not None and family is target.family else None
+    family, shape = measured_size(target)
     model = step_model(method, shape, profile, family)
     basis = model.basis
     if shape is None:

@@ -156,16 +156,14 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
     return [f for f in findings if f is not None and f.level == "error"]
 
 
-def measured_shape(target: Checkpoint) -> str | None:
-    """The measured size of its family (``ModelFamily.size_key``) ``target`` has, or None for another shape."""
-    return rules_for(target.config).size_key(target.config) if target.is_known else None
-
-
-def costs_family(target: Checkpoint | None) -> ModelFamily:
-    """The family whose measured step costs price a plan beside ``target`` (the default family's for a target
-    without a family, or one without measurements)."""
+def measured_size(target: Checkpoint | None) -> tuple[ModelFamily, str | None]:
+    """The family whose step costs price a plan beside ``target`` and the measured size of it ``target`` has
+    (``ModelFamily.size_key``; None: another shape, priced with the family's stand-in size). A target without a
+    family, or of a family without measurements, takes the default family's stand-in."""
     family = rules_for(target.config) if target is not None and target.is_known else DEFAULT_FAMILY
-    return family if family.costs is not None else DEFAULT_FAMILY
+    if family.costs is None:
+        return DEFAULT_FAMILY, None
+    return family, family.size_key(target.config) if target is not None and target.is_known else None
 
 
 def _rank(candidate: Candidate, shape: str | None, profile: str, thinking: bool,
@@ -216,10 +214,7 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
     ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method);
     ``published`` are drafters not given, ranked apart (``to_download``) and never chosen."""
     support = release_support(version)
-    shape = measured_shape(target)
-    family = costs_family(target)
-    if family is not rules_for(target.config):
-        shape = None
+    family, shape = measured_size(target)
     ranked, turned_away, to_download = [], [], []
     given = [(candidate, ranked) for candidate in candidates_for(drafts)]
     offered = [(Candidate(method=method, draft=draft, speculator=speculator), to_download)
