@@ -152,6 +152,10 @@ class ModelFamily(ABC):
         """True when the language model's layers route each token to a few of many experts."""
         return False
 
+    def routed_experts(self, config: Mapping) -> tuple[int | None, int | None] | None:
+        """For a mixture-of-experts stack: (experts picked per token, experts per layer); None for a dense one."""
+        return None
+
     def draft_backbone_width(self, config: Mapping) -> int | None:
         """For a drafter that runs on a target's hidden states: the target width it was built for (None: unknown)."""
         return None

@@ -131,6 +131,10 @@ class Gemma4(ModelFamily):
     def is_moe(self, config: Mapping) -> bool:
         return bool(text_config(config).get("enable_moe_block"))
 
+    def routed_experts(self, config: Mapping) -> tuple[int | None, int | None] | None:
+        text = text_config(config)
+        return (text.get("top_k_experts"), text.get("num_experts")) if self.is_moe(config) else None
+
     def draft_backbone_width(self, config: Mapping) -> int | None:
         # an assistant names the width of the target it reads (its own may be smaller: the 26B's)
         return config.get("backbone_hidden_size")

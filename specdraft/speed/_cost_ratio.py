@@ -201,9 +201,10 @@ def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
 
 def _routed_note(config: Mapping, footprint: DecodeFootprint) -> str:
     """For a mixture-of-experts stack: that only its active parameters are priced, and how many they are."""
-    text = config.get("text_config") or config
-    if not rules_for(config).is_moe(config):
+    routed = rules_for(config).routed_experts(config)
+    if routed is None:
         return ""
+    picked, experts = routed
     return (f"; mixture of experts: {footprint.active_params / 1e9:.2f}B of {footprint.total_params / 1e9:.2f}B "
-            f"parameters read per token (the router picks {text.get('top_k_experts')} of {text.get('num_experts')} "
+            f"parameters read per token (the router picks {picked} of {experts} "
             "experts), so the cost ratio uses its active parameters")
