@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from specdraft.families._costs import DefaultK, FamilyCosts
 from specdraft.families._family import LayerKV, ModelFamily, ParameterCount, text_config
 from specdraft.families.gemma4 import GEMMA4
 
@@ -60,5 +61,5 @@ def family_with_layer_formula(config: Mapping) -> ModelFamily | None:
     return next((family for family in FAMILIES if family.has_layer_formula(config)), None)
 
 
-__all__ = ["DEFAULT_FAMILY", "FAMILIES", "GEMMA4", "LayerKV", "ModelFamily", "ParameterCount", "family_of",
+__all__ = ["DEFAULT_FAMILY", "DefaultK", "FamilyCosts", "FAMILIES", "GEMMA4", "LayerKV", "ModelFamily", "ParameterCount", "family_of",
            "family_with_layer_formula", "register", "rules_for", "text_config", "unregister"]

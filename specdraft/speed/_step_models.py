@@ -14,8 +14,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
-from specdraft.families import DEFAULT_FAMILY, ModelFamily
-from specdraft.families._costs import FamilyCosts
+from specdraft.families import DEFAULT_FAMILY, FamilyCosts, ModelFamily
 from specdraft.speed._known_host_costs import KnownHostCost, known_host_costs
 from specdraft.speed._speedup_model import HostCost
 

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.checkpoints import Checkpoint
-from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
-from specdraft.families._costs import DefaultK
+from specdraft.families import DEFAULT_FAMILY, DefaultK, ModelFamily, rules_for
 from specdraft.planning.decisions.k_schedule import KScheduleDecision
 from specdraft.planning.facts.method_ranking import MethodRanking
 from specdraft.planning.knowledge.methods import DRAFTLESS_METHODS
