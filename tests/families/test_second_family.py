@@ -150,7 +150,15 @@ def test_method_auto_ranks_with_the_family_s_measured_step_costs(toy, tmp_path):
     plan = build_launch_plan(LaunchRequest(target=str(target), draft=str(draft), profile="h200", method="auto"))
     row = next(r for r in plan.method_ranking.ranked if r.method == "draft_model")
     assert row.measured_costs and "vllm0.26-draft_model-e2b-sync" in row.cost_basis
+    assert plan.speculative.num_speculative_tokens == row.k > 0
     # a method the Toy's tables neither measure nor model is turned away, not priced with Gemma 4's rows
     ngram = next(t for t in plan.method_ranking.turned_away if t.method == "ngram")
     assert ngram.reason == "no step cost of ngram beside the Toy Big in Toy's tables"
     assert not any("not a measured shape" in note or "31B" in note for note in plan.method_ranking.notes)
+
+
+def test_a_draft_less_method_takes_the_family_s_own_default_k(toy, tmp_path):
+    target, _ = _pair(tmp_path)
+    plan = build_launch_plan(LaunchRequest(target=str(target), method="ngram", profile="h200"))
+    assert plan.speculative.num_speculative_tokens == 2
+    assert "the Toy's draft-less default" in plan.serve.flag("--speculative-config").reason
