@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from specdraft.errors import UserError
-from specdraft.families import family_of
+from specdraft.families import FAMILIES, family_of
 from specdraft.paths import refuse_special_file
 
 Check = Callable[[object], str | None]
@@ -96,7 +96,6 @@ STACK_FIELDS: Mapping[str, Check] = {
     "moe_intermediate_size": _count(1, _MAX_WIDTH * 4),
     "hidden_size_per_layer_input": _count(0, _MAX_WIDTH),
     "num_hidden_layers": _count(1, _MAX_LAYERS),
-    "num_kv_shared_layers": _count(0, _MAX_LAYERS),
     "layer_types": _names,
     "num_attention_heads": _count(1, _MAX_HEADS),
     "num_key_value_heads": _count(1, _MAX_HEADS),
@@ -109,7 +108,6 @@ STACK_FIELDS: Mapping[str, Check] = {
     "sliding_window": _count(1, _MAX_POSITIONS),
     "num_experts": _count(1, _MAX_EXPERTS),
     "top_k_experts": _count(1, _MAX_EXPERTS),
-    "enable_moe_block": _flag,
     "attention_k_eq_v": _flag,
     "use_double_wide_mlp": _flag,
     "tie_word_embeddings": _flag,
@@ -127,13 +125,21 @@ TOP_FIELDS: Mapping[str, Check] = {
     "dflash_config": _object,
     "quantization_config": _object,
     "speculators_model_type": _name,
-    "backbone_hidden_size": _count(1, _MAX_WIDTH),
     "target_hidden_size": _count(1, _MAX_WIDTH),
     "draft_vocab_size": _count(1, _MAX_VOCAB),
     "eagle_aux_hidden_state_layer_ids": _layer_ids,
     "aux_hidden_state_layer_ids": _layer_ids,
 }
 """Fields read from the top level only."""
+
+_KIND_CHECKS: Mapping[str, Check] = {"layers": _count(0, _MAX_LAYERS), "flag": _flag, "width": _count(1, _MAX_WIDTH)}
+"""How a family's own fields (``ModelFamily.stack_fields``, ``top_fields``) are checked, by what they hold."""
+
+
+def _family_fields(where: str) -> dict[str, Check]:
+    """Every registered family's own fields of the top level (``top``) or of a stack, with their checks."""
+    return {key: _KIND_CHECKS[kind] for family in FAMILIES
+            for key, kind in getattr(family, f"{where}_fields").items()}
 
 
 def _json_type(value: object) -> str:
@@ -181,11 +187,12 @@ def check_model_config(config: Mapping, path: Path | str, *, needs: tuple[str, .
     if not any(config.get(key) for key in _IDENTITY) and not text.get("model_type"):
         raise UserError(f"{path}: no {', '.join(_IDENTITY[:-1])} or {_IDENTITY[-1]}; not a model's config.json",
                         hint="pass the directory of a Hugging Face checkpoint (its config.json names its model_type)")
-    for key, check in TOP_FIELDS.items():
+    for key, check in {**TOP_FIELDS, **_family_fields("top")}.items():
         _check_field(path, key, config.get(key), check)
     stacks = [("", config)] + [(f"{key}.", config[key]) for key in _STACKS if isinstance(config.get(key), dict)]
+    stack_fields = {**STACK_FIELDS, **_family_fields("stack")}
     for prefix, stack in stacks:
-        for key, check in STACK_FIELDS.items():
+        for key, check in stack_fields.items():
             _check_field(path, prefix + key, stack.get(key), check)
         _check_stack_together(path, prefix, stack)
     family = family_of(config)
@@ -207,11 +214,14 @@ def _check_field(path: Path | str, field: str, value: object, check: Check) -> N
 
 
 def _check_stack_together(path: Path | str, prefix: str, stack: Mapping) -> None:
-    """The fields that bound one another: shared layers and layer kinds against the layers, experts picked."""
+    """The fields that bound one another: layer kinds against the layers, experts picked, and each family's own
+    (``ModelFamily.stack_problem``: Gemma 4's shared layers against the layers)."""
     layers = stack.get("num_hidden_layers")
-    shared = stack.get("num_kv_shared_layers")
-    if layers is not None and shared is not None and shared > layers:
-        raise _refuse(path, prefix + "num_kv_shared_layers", shared, f"more than num_hidden_layers ({layers})")
+    for family in FAMILIES:
+        problem = family.stack_problem(stack)
+        if problem is not None:
+            field, value, why = problem
+            raise _refuse(path, prefix + field, value, why)
     types = stack.get("layer_types")
     if layers is not None and types is not None and len(types) != layers:
         raise _refuse(path, prefix + "layer_types", types,

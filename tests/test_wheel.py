@@ -56,6 +56,7 @@ def test_built_wheel_ships_the_scenario_matrix(installed_wheel):
 def test_built_wheel_ships_the_shape_facts_and_version_data(installed_wheel):
     assert (installed_wheel / "specdraft/planning/data/multimodal_draft_model.json").is_file()
     assert (installed_wheel / "specdraft/patching/data/transformers_gemma4.json").is_file()
+    assert (installed_wheel / "specdraft/families/data/gemma4.costs.json").is_file()  # launch's default K and step costs
     shape_facts = installed_wheel / "specdraft/checkpoints/data"
     assert (shape_facts / "nvfp4_checkpoints.json").is_file()
     assert len(list((shape_facts / "models").glob("*.json"))) >= 10

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from specdraft.speed import best_k_per_batch_size, known_batch_step_cost, predict_speedup  # noqa: E402
 from specdraft.checkpoints import inspect_checkpoint  # noqa: E402
 from specdraft.planning.decisions.k_costs import modelled_costs  # noqa: E402
-from specdraft.planning.knowledge.method_costs import step_model  # noqa: E402
+from specdraft.speed import step_model  # noqa: E402
 
 RAW = REPO / "benchmarks/gpu/raw"
 RUNS = {"real-stack-h200-m3": ("rows.jsonl",),

@@ -95,7 +95,8 @@ class Checkpoint:
 
     @property
     def num_kv_shared_layers(self) -> int:
-        return int(self.text_config.get("num_kv_shared_layers") or 0)
+        """Decoder layers that read another layer's KV cache (all of an MTP assistant's)."""
+        return len(rules_for(self.config).kv_shared_layers(self.config))
 
     @property
     def family(self) -> ModelFamily | None:
@@ -138,7 +139,7 @@ class Checkpoint:
             "vocab_size": self.vocab_size,
             "max_position_embeddings": self.max_position_embeddings,
             "sliding_window": self.sliding_window,
-            "num_kv_shared_layers": self.num_kv_shared_layers,
+            "num_kv_shared_layers": self.num_kv_shared_layers,  # family name kept: the --json field's name
             "quantization": self.quantization.method,
             "weight_bytes": self.weight_bytes,
             "weight_bytes_basis": self.weight_bytes_basis,

@@ -13,12 +13,12 @@ def _shape(config: dict) -> tuple[int | None, int | None]:
 
 
 def published_assistant_facts(target: Checkpoint) -> ShapeFacts | None:
-    """The published MTP assistant of a target: the shipped one whose ``backbone_hidden_size`` is its width."""
+    """The published MTP assistant of a target: the shipped one built for its width (``draft_backbone_width``)."""
     if not target.is_known or target.is_assistant or target.family is None:
         return None
     width = target.text_config.get("hidden_size")
     return next((facts for facts in shipped_assistants()
-                 if width and facts.config.get("backbone_hidden_size") == width), None)
+                 if width and target.family.draft_backbone_width(facts.config) == width), None)
 
 
 def published_assistant(target: Checkpoint) -> str | None:

@@ -2,9 +2,11 @@
 
 A family answers, from a checkpoint's ``config.json`` alone (never its weights): whether the config
 belongs to it, which kind of checkpoint it is, which chat-template variant and which vLLM parsers
-serve it, the KV cache each decoder layer owns, how many parameters a decoded token reads, and which
-modules a quantized draft must keep unquantized. Token and template facts are class attributes; the
-rest are methods of the config. Every method accepts a full config.json (multimodal configs carry the
+serve it, the KV cache each decoder layer owns, how many parameters a decoded token reads, which
+modules a quantized draft must keep unquantized, whether it routes tokens to experts, the target width an
+MTP assistant was built for, and which measured size (step costs, default K: ``costs``) it has. Token and
+template facts are class attributes; the rest are methods of the config. Nothing outside a family module
+reads a family's own config keys or names its sizes: it asks the family. Every method accepts a full config.json (multimodal configs carry the
 language model under ``text_config``) or a bare text config.
 """
 
@@ -12,7 +14,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 from typing import Literal, Mapping
+
+from specdraft.families._costs import FamilyCosts, read_family_costs
+
+FieldKind = Literal["layers", "flag", "width"]
+"""What a config field holds: a number of layers (0 and up), true or false, a width (1 and up)."""
+
+SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "chat_templates"
+"""Where the templates specdraft ships live (a link to the top-level ``chat_templates/``; a wheel copies them)."""
 
 
 @dataclass(frozen=True)
@@ -65,13 +77,34 @@ class ModelFamily(ABC):
     tool_call_parser: str | None
     reasoning_parser: str | None
     template_files: Mapping[str, str]
-    """Chat-template variant -> the file specdraft ships for it (in ``chat_templates/``)."""
+    """Chat-template variant -> the file specdraft ships for it (in ``template_dir``)."""
+    template_dir: Path = SHIPPED_TEMPLATES
+    """Where ``template_files`` are."""
+    has_template_rules: bool = False
+    """True when ``specdraft.templates``' leak rules know the family's chat format (else a plan passes its
+    template unchecked, and says so)."""
+    costs_file: Path | None = None
+    """The family's speed tables (``specdraft/families/_costs.py``): step costs per size, default K."""
+    stack_fields: Mapping[str, FieldKind] = {}
+    """The family's own keys of a language-model stack and what each holds; ``specdraft.model_config`` checks
+    them in every config it reads."""
+    top_fields: Mapping[str, FieldKind] = {}
+    """The same for keys read from the top level of config.json only."""
     base_repos: Mapping[str, str]
     """Size as spelled in repo ids (lower case) -> the base checkpoint of that size."""
     first_vllm: str
     """The first vLLM release with the family's model."""
     text_only_architecture: str
     """The architecture of a language-model-only checkpoint (towers dropped)."""
+
+    @cached_property
+    def costs(self) -> FamilyCosts | None:
+        """The tables of ``costs_file``, None for a family without measurements."""
+        return read_family_costs(self.costs_file) if self.costs_file is not None else None
+
+    def template_path(self, variant: str) -> Path:
+        """The file of the template specdraft ships for ``variant``."""
+        return self.template_dir / self.template_files[variant]
 
     def is_member(self, config: Mapping) -> bool:
         """True when ``config`` (a config.json or a text config) is one of this family's."""
@@ -114,6 +147,26 @@ class ModelFamily(ABC):
         """Keys of the language model's config that ``config`` must carry as whole numbers: what its KV layers
         and parameter count cannot be read without (a config lacking one is refused where it is read)."""
         return ()
+
+    def is_moe(self, config: Mapping) -> bool:
+        """True when the language model's layers route each token to a few of many experts."""
+        return False
+
+    def routed_experts(self, config: Mapping) -> tuple[int | None, int | None] | None:
+        """For a mixture-of-experts stack: (experts picked per token, experts per layer); None for a dense one."""
+        return None
+
+    def draft_backbone_width(self, config: Mapping) -> int | None:
+        """For a drafter that runs on a target's hidden states: the target width it was built for (None: unknown)."""
+        return None
+
+    def size_key(self, config: Mapping) -> str | None:
+        """The measured size (a key of ``costs.sizes``) whose shape ``config`` has, None for another shape."""
+        return self.costs.size_of(text_config(config)) if self.costs is not None else None
+
+    def stack_problem(self, stack: Mapping) -> tuple[str, object, str] | None:
+        """A language-model stack's fields of the family that contradict one another: (field, value, why)."""
+        return None
 
     def kv_shared_layers(self, config: Mapping) -> tuple[int, ...]:
         """Indices of the decoder layers that read another layer's KV cache."""

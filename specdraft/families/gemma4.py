@@ -17,6 +17,7 @@ Kinds of checkpoint:
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal, Mapping
 
 from specdraft.families._family import LayerKV, ModelFamily, ParameterCount, text_config
@@ -122,6 +123,27 @@ class Gemma4(ModelFamily):
     }
     first_vllm = "0.19.0"
     text_only_architecture = TEXT_ONLY_ARCHITECTURE
+    has_template_rules = True
+    costs_file = Path(__file__).with_name("data") / "gemma4.costs.json"
+    stack_fields = {"num_kv_shared_layers": "layers", "enable_moe_block": "flag"}
+    top_fields = {"backbone_hidden_size": "width"}
+
+    def is_moe(self, config: Mapping) -> bool:
+        return bool(text_config(config).get("enable_moe_block"))
+
+    def routed_experts(self, config: Mapping) -> tuple[int | None, int | None] | None:
+        text = text_config(config)
+        return (text.get("top_k_experts"), text.get("num_experts")) if self.is_moe(config) else None
+
+    def draft_backbone_width(self, config: Mapping) -> int | None:
+        # an assistant names the width of the target it reads (its own may be smaller: the 26B's)
+        return config.get("backbone_hidden_size")
+
+    def stack_problem(self, stack: Mapping) -> tuple[str, object, str] | None:
+        layers, shared = stack.get("num_hidden_layers"), stack.get("num_kv_shared_layers")
+        if layers is not None and shared is not None and shared > layers:
+            return "num_kv_shared_layers", shared, f"more than num_hidden_layers ({layers})"
+        return None
 
     def is_assistant(self, config: Mapping) -> bool:
         return "assistant" in (config.get("model_type") or "")
@@ -132,7 +154,7 @@ class Gemma4(ModelFamily):
             return "assistant"
         if (text.get("hidden_size_per_layer_input") or 0) > 0:
             return "e-series"
-        return "moe" if text.get("enable_moe_block") else "large"
+        return "moe" if self.is_moe(config) else "large"
 
     def template_variant(self, config: Mapping) -> TemplateVariant:
         # The E-series template differs in its thinking-off generation prompt (no empty thought block).
@@ -171,7 +193,7 @@ class Gemma4(ModelFamily):
         keys += ("hidden_size",)
         if self.has_layer_formula(config):
             keys += ("num_attention_heads", "intermediate_size")
-            if text_config(config).get("enable_moe_block"):
+            if self.is_moe(config):
                 keys += ("num_experts", "moe_intermediate_size", "top_k_experts")
         return keys
 

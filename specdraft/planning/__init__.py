@@ -18,8 +18,8 @@ from specdraft.planning.decisions.decide import Decisions, decide
 from specdraft.planning.facts.launch_facts import API_KEY_VARIABLE, LaunchFacts, gather_facts
 from specdraft.planning.flags.serve_flags import SERVE_FLAG_RULES, FlagRule, serve_flags
 from specdraft.planning.knowledge.gpu_memory import PROFILES, GpuProfile, KVShape, MemoryPlan, kv_shape, plan_memory
-from specdraft.planning.knowledge.method_costs import SHAPE_NAMES, StepModel, acceptance_for, step_model
-from specdraft.planning.facts.method_ranking import measured_shape
+from specdraft.planning.knowledge.method_costs import acceptance_for
+from specdraft.planning.facts.method_ranking import measured_size
 from specdraft.planning.knowledge.methods import METHODS
 from specdraft.planning.facts.multimodal import MultimodalVerdict, multimodal_verdict
 from specdraft.planning.knowledge.serve_command import VLLM_CLI_MODULE
@@ -39,5 +39,5 @@ __all__ = [
     "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",
     "describe_validation_error", "gather_facts", "gather_vllm_facts", "inspect_checkpoint", "kv_shape",
     "multimodal_verdict", "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "serve_flags",
-    "worst_level", "METHODS", "SHAPE_NAMES", "StepModel", "acceptance_for", "measured_shape", "step_model",
+    "worst_level", "METHODS", "acceptance_for", "measured_size",
 ]

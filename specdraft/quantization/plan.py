@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal, Mapping
 
 from specdraft.errors import RefusedError, UserError
-from specdraft.families import text_config
+from specdraft.families import rules_for, text_config
 from specdraft.families.gemma4 import GEMMA4, TEXT_ONLY_ARCHITECTURE
 from specdraft.families.gemma4 import QUANTIZABLE_ARCHITECTURES as GEMMA4_ARCHITECTURES
 from specdraft.model_config import check_model_config, read_model_config
@@ -149,10 +149,9 @@ def _read_bf16_gemma4(typed: str | os.PathLike) -> tuple[dict, str]:
 
 def _check_expert_layout(model_dir: str | os.PathLike, config: dict, index: dict[str, TensorEntry], moe_prefix: bool) -> None:
     """Refuse ``moe_prefix`` for a dense model, and a MoE checkpoint whose experts are already stored apart."""
-    text = text_config(config)
-    is_moe = isinstance(text, Mapping) and bool(text.get("enable_moe_block"))
+    is_moe = isinstance(text_config(config), Mapping) and rules_for(config).is_moe(config)
     if moe_prefix and not is_moe:
-        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (enable_moe_block is not set)",
+        raise UserError(f"--moe-prefix: {model_dir} has no mixture-of-experts layers (its config enables none)",
                         hint="leave --moe-prefix out for a dense model")
     apart = next((name for name in index if _PER_EXPERT_TENSOR.search(name)), None)
     if is_moe and apart is not None:

@@ -13,6 +13,8 @@ tokens; the predicted speedup is their ratio. The modules, by what they hold:
   ``cost_ratio_from_results``, ``overhead_from_results``) and ``fit_step_costs``: c and o fitted through step
   times at several K.
 - ``_known_host_costs``: the measured host lines per path and vLLM release (``data/host_costs.json``).
+- ``_step_models``: ``step_model(method, size, profile, family) -> StepModel``: one method's c, o and host line
+  beside a measured size of a family (the family's rows name the host-cost entries), or modelled from them.
 - ``_batch_step_costs``: step times measured per batch size and K (``data/batch_step_costs.json``) and
   ``best_k_per_batch_size``: the model's pick at each.
 - ``_tune``: ``tune(TuneRequest(...)) -> TuneReport``, what ``specdraft tune`` does as a call: resolves acceptance,
@@ -70,6 +72,7 @@ from specdraft.speed._speedup_model import (
     step_cost,
     validate_acceptance,
 )
+from specdraft.speed._step_models import StepModel, host_step_ms, size_name, step_from_entry, step_model
 from specdraft.speed._tune import MeasuredRun, Sourced, TuneInputs, TuneReport, TuneRequest, resolve_tune_inputs, tune
 
 __all__ = [
@@ -82,5 +85,5 @@ __all__ = [
     "known_host_cost", "KPrediction", "MeasuredRun", "load_text_config", "measured_overhead", "measured_speedup",
     "overhead_fraction", "overhead_from_results", "predict_speedup", "recommend", "recommend_schedule",
     "schedule_ranges", "Recommendation", "resolve_tune_inputs", "SchedulePoint", "speculative_step_ms", "step_cost",
-    "step_ms", "Sourced", "StepCostFit", "tune", "TuneInputs", "TuneReport", "TuneRequest", "validate_acceptance",
+    "step_ms", "StepModel", "host_step_ms", "size_name", "step_from_entry", "step_model", "Sourced", "StepCostFit", "tune", "TuneInputs", "TuneReport", "TuneRequest", "validate_acceptance",
 ]

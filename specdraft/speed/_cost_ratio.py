@@ -105,7 +105,8 @@ def decode_footprint(
             + f", not model_type {text_config.get('model_type')!r}",
             hint="measure c instead: tune --step-times DRAFT_ONLY.json TARGET_ONLY.json",
         )
-    if text_config.get("num_kv_shared_layers") == text_config.get("num_hidden_layers"):
+    layers = family.kv_layers(text_config)
+    if layers and all(layer.shared for layer in layers):
         raise UserError(
             f"{name} shares every layer's KV cache (an MTP assistant); its cost is not a standalone decode",
             hint="measure c with bench instead, or give --cost-ratio",
@@ -200,9 +201,10 @@ def footprint_of(ref: str, *, dtype: str = "auto", context_tokens: int = 2048,
 
 def _routed_note(config: Mapping, footprint: DecodeFootprint) -> str:
     """For a mixture-of-experts stack: that only its active parameters are priced, and how many they are."""
-    text = config.get("text_config") or config
-    if not text.get("enable_moe_block"):
+    routed = rules_for(config).routed_experts(config)
+    if routed is None:
         return ""
+    picked, experts = routed
     return (f"; mixture of experts: {footprint.active_params / 1e9:.2f}B of {footprint.total_params / 1e9:.2f}B "
-            f"parameters read per token (the router picks {text.get('top_k_experts')} of {text.get('num_experts')} "
+            f"parameters read per token (the router picks {picked} of {experts} "
             "experts), so the cost ratio uses its active parameters")

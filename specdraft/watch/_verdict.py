@@ -19,7 +19,8 @@ from specdraft.bench import SpecDecodeCounters
 from specdraft.speed import HostCost, predict_speedup, recommend, step_cost
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint
 from specdraft.errors import UserError
-from specdraft.planning import SHAPE_NAMES, acceptance_for, measured_shape, step_model
+from specdraft.planning import acceptance_for, measured_size
+from specdraft.speed import size_name, step_model
 
 Verdict = Literal["pays", "marginal", "loses", "idle", "no-speculation"]
 """pays / marginal / loses: the modelled speedup at the observed acceptance; idle: no drafts in the window (nothing
@@ -73,12 +74,12 @@ def costs_for(method: str, target: Checkpoint | None, *, profile: str, thinking:
               how: str = "") -> PairCosts:
     """The step model of ``method`` beside ``target`` on ``profile`` (the 31B's where the target's shape was not
     measured, and the basis says so)."""
-    shape = measured_shape(target) if target is not None and target.is_known else None
-    model = step_model(method, shape or "31b", profile)
+    family, shape = measured_size(target)
+    model = step_model(method, shape, profile, family)
     basis = model.basis
     if shape is None:
         name = target.ref if target is not None else "the served target"
-        basis += f"; {name} is not a measured shape, so the costs beside {SHAPE_NAMES['31b']} stand in"
+        basis += f"; {name} is not a measured shape, so the costs beside {size_name(None, family)} stand in"
     return PairCosts(method=method, cost_ratio=model.cost_ratio, overhead=model.overhead,
                      host_per_step=model.host_per_step, host_per_draft_token=model.host_per_draft_token,
                      basis=f"{method} on {profile}{how}: {basis}", thinking=thinking)

@@ -9,7 +9,7 @@ import pytest
 
 from specdraft.speed import known_host_costs, predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning.knowledge.method_costs import step_model
+from specdraft.speed import step_model
 from specdraft.planning.facts.method_ranking import rank_methods
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specdraft.speed import predict_speedup
-from specdraft.planning.knowledge.method_costs import _from_entry
+from specdraft.speed import step_from_entry as _from_entry
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks/gpu"))

@@ -131,3 +131,43 @@ def test_embedding_params_count_the_token_and_per_layer_tables():
     assert GEMMA4.embedding_params(big) == big["vocab_size"] * big["hidden_size"]
     per_layer = e2b["vocab_size_per_layer_input"] * e2b["num_hidden_layers"] * e2b["hidden_size_per_layer_input"]
     assert GEMMA4.embedding_params(e2b) == e2b["vocab_size"] * e2b["hidden_size"] + per_layer
+
+
+@pytest.mark.parametrize("repo_id, moe, experts", [("google/gemma-4-26B-A4B-it", True, (8, 128)),
+                                                   ("google/gemma-4-31B-it", False, None)])
+def test_the_family_says_which_checkpoints_route_tokens_to_experts(repo_id, moe, experts):
+    assert GEMMA4.is_moe(config(repo_id)) is moe and GEMMA4.routed_experts(config(repo_id)) == experts
+
+
+def test_an_assistant_names_the_width_of_the_target_it_was_built_for():
+    assert GEMMA4.draft_backbone_width(config("google/gemma-4-26B-A4B-it-assistant")) == \
+        config("google/gemma-4-26B-A4B-it")["text_config"]["hidden_size"]
+    assert GEMMA4.draft_backbone_width(config("google/gemma-4-31B-it")) is None
+
+
+@pytest.mark.parametrize("repo_id, size", [("google/gemma-4-31B-it", "31b"), ("nvidia/Gemma-4-31B-IT-NVFP4", "31b"),
+                                           ("google/gemma-4-26B-A4B-it", "26b"), ("google/gemma-4-E4B-it", None)])
+def test_the_measured_size_is_the_one_whose_shape_the_target_has(repo_id, size):
+    """A repackaging of the 31B (NVFP4) has its shape, so its costs; the E4B was not measured as a target."""
+    assert GEMMA4.size_key(config(repo_id)) == size
+
+
+def test_the_default_k_table_falls_back_from_the_kind_to_any_kind_and_from_the_profile_to_any_profile():
+    costs = GEMMA4.costs
+    assert costs.default_k_for("assistant", "moe", "h200").k == 4        # the kind's own row
+    assert costs.default_k_for("assistant", "moe", "dgx-spark").k == 4   # the any-kind row's profile ...
+    assert costs.default_k_for("assistant", "large", "h100").k == 8
+    assert costs.default_k_for("draft_model", None, "a100").k == 4       # ... else its any-profile entry
+
+
+def test_family_tables_without_a_fallback_row_are_refused(tmp_path):
+    from pydantic import ValidationError
+
+    from specdraft.families._costs import read_family_costs
+
+    broken = tmp_path / "broken.costs.json"
+    document = json.loads(GEMMA4.costs_file.read_text())
+    del document["default_k"]["draftless"]["*"]["*"]
+    broken.write_text(json.dumps(document))
+    with pytest.raises(ValidationError, match="default_k.draftless needs a"):
+        read_family_costs(broken)

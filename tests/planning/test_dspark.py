@@ -8,7 +8,8 @@ import pytest
 
 from specdraft.checkpoints import inspect_checkpoint, published_drafters
 from specdraft.checkpoints._speculator_params import speculator_parameters
-from specdraft.planning.knowledge.method_costs import default_acceptance, step_model
+from specdraft.planning.knowledge.method_costs import default_acceptance
+from specdraft.speed import step_model
 from specdraft.planning.facts.method_ranking import rank_methods
 from specdraft.planning.knowledge.methods import check_drafter_class, check_lossy_rejection, given_rejection_method
 from specdraft.planning.knowledge.release_support import release_support

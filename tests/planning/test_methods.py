@@ -6,7 +6,8 @@ import pytest
 
 from specdraft.speed import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
-from specdraft.planning.knowledge.method_costs import acceptance_for, default_acceptance, step_model
+from specdraft.planning.knowledge.method_costs import acceptance_for, default_acceptance
+from specdraft.speed import step_model
 from specdraft.planning.facts.method_ranking import rank_methods
 from specdraft.planning.facts.vllm_install import method_packages_beside
 from specdraft.planning.knowledge.methods import check_async_for_method, check_method_options, check_method_package

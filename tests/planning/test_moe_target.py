@@ -92,7 +92,7 @@ def test_hopper_default_k_beside_a_moe_target_is_the_fastest_k_in_the_measured_r
     rows = json.loads((Path(__file__).resolve().parents[2] / "docs/gpu/moe26.json").read_text())["rows"]
     for alpha in (0.85, 0.70):
         measured = {r["k"]: r["speedup"] for r in rows if r["method"] == method and r["alpha"] == alpha}
-        assert max(measured, key=measured.get) == default_num_speculative_tokens("h200", assistant, True).k
+        assert max(measured, key=measured.get) == default_num_speculative_tokens("h200", assistant, "moe").k
 
 
 def test_a_dense_target_keeps_its_own_default_k():

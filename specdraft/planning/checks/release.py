@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
-from specdraft.families import FAMILIES
+from specdraft.families import FAMILIES, rules_for
 from specdraft.checkpoints import Checkpoint, language_model_parameters
 from specdraft.planning.knowledge.release_support import ReleaseSupport, every_release, first_release, release_support
 from specdraft.planning.knowledge.speculators import speculator_of
@@ -48,7 +48,7 @@ def check_family(role: str, ref: str, config: Mapping, family: str | None, known
 def check_assistant_target(target_ref: str, target: Mapping, assistant_ref: str, assistant: Mapping) -> Finding:
     """An MTP assistant runs on its target's hidden states and KV cache: widths and KV shapes must be the target's."""
     width = _text(target).get("hidden_size")
-    backbone = assistant.get("backbone_hidden_size")
+    backbone = rules_for(assistant).draft_backbone_width(assistant)
     differences = [] if backbone == width else [f"backbone_hidden_size {backbone} != target hidden_size {width}"]
     for key in ASSISTANT_SHARED_KEYS:
         ours, theirs = _text(assistant).get(key), _text(target).get(key)

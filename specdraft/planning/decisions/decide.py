@@ -114,7 +114,7 @@ def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeC
                                  modelled=_modelled_costs(request, facts, resolved, parallel),
                                  runner=_model_runner(request, facts, resolved))
 
-    k = decide_k(request, resolved, facts.draft, facts.ranking, moe_target=is_moe_target(facts.target),
+    k = decide_k(request, resolved, facts.draft, facts.ranking, target=facts.target,
                  schedule=schedule)
     return choose_speculative(request, facts.draft, parallel.draft_tensor_parallel_size, method, k), k.schedule
 

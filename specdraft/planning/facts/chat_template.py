@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.cache import cache_root
 from specdraft.errors import UserError
+from specdraft.families import DEFAULT_FAMILY, ModelFamily
 from specdraft.findings import Finding
 from specdraft.paths import expand_user, refuse_special_file
 
@@ -138,9 +139,11 @@ def _as_plan_finding(finding: TemplateFinding) -> Finding:
                    message=f"{finding.check} {where}: {finding.message}")
 
 
-def choose_template(requested: str | Path | None, variant: str, checkpoint: Path | None = None) -> TemplateChoice:
-    """The user's template (checked, its variant detected) or specdraft's own for ``variant``, compared with the
-    template the target ``checkpoint`` directory carries, if any."""
+def choose_template(requested: str | Path | None, variant: str, checkpoint: Path | None = None,
+                    family: ModelFamily = DEFAULT_FAMILY) -> TemplateChoice:
+    """The user's template (checked, its variant detected) or the target ``family``'s own for ``variant``, compared
+    with the template the target ``checkpoint`` directory carries, if any. A family whose chat format the leak rules
+    do not know (``has_template_rules``) gets its template passed unchecked, with a warning that says so."""
     try:
         import specdraft.templates as templates
     except ImportError:
@@ -151,12 +154,22 @@ def choose_template(requested: str | Path | None, variant: str, checkpoint: Path
         if not path.is_file():
             raise UserError(f"--chat-template {requested}: no such file",
                             hint="pass an existing template, or drop --chat-template to use specdraft's own")
+    elif family is not DEFAULT_FAMILY:
+        path = family.template_path(variant)
+        if not path.is_file():
+            raise UserError(f"{family.display_name}'s {variant!r} template {path} is missing",
+                            hint="reinstall the family's files, or pass --chat-template PATH")
     elif templates is not None:
         path = Path(templates.shipped_template(variant))
     else:
         return TemplateChoice(path=None, variant=None, needed_variant=variant,
                               note="specdraft.templates is not in this build")
     source = _read_template(path)
+    if not family.has_template_rules:
+        return TemplateChoice(path=path, variant=None, needed_variant=variant, source=source, findings=(Finding(
+            level="warning", check="chat-template",
+            message=f"{path} not checked: specdraft's leak rules know {DEFAULT_FAMILY.display_name}'s chat format, "
+                    f"not {family.display_name}'s"),))
     if templates is None:
         return TemplateChoice(path=path, variant=None, needed_variant=variant, source=source, findings=(Finding(
             level="warning", check="chat-template",

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.bench import load_result
 from specdraft.checkpoints import Checkpoint, inspect_checkpoint, published_drafters
+from specdraft.families import rules_for
 from specdraft.planning.decisions.k_schedule import LoadTest, read_load_test
 from specdraft.planning.facts.method_ranking import MethodRanking, rank_methods
 from specdraft.planning.facts.moe_layout import stores_experts_apart
@@ -91,7 +92,8 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
     common = dict(request=request, target=target, target_stores_experts_apart=stores_experts_apart(target),
                   load_test=load_test, environment=_environment(),
                   api_key_in_environment=_api_key_in_environment(),
-                  template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path))
+                  template=choose_template(request.chat_template, target.template_variant, checkpoint=target.path,
+                                           family=rules_for(target.config)))
     vllm = gather_vllm_facts(request.python, request.vllm_root, want_hotfixes=False)
     if not request.ranks_methods:
         return LaunchFacts(**common, draft=draft, vllm=vllm)

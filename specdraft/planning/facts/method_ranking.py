@@ -16,18 +16,17 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
 from specdraft.checkpoints import Checkpoint
-from specdraft.planning.knowledge.method_costs import SHAPE_NAMES, Shape, acceptance_for, host_step_ms, step_model
+from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
+from specdraft.planning.knowledge.method_costs import acceptance_for
 from specdraft.planning.knowledge.methods import (DRAFTLESS_METHODS, check_drafter_class, check_hidden_state_target,
                                                   check_method_package, check_speculators_type)
 from specdraft.planning.knowledge.release_support import ReleaseSupport, release_support
 from specdraft.planning.knowledge.speculators import Speculator, check_verifier, speculator_of
 from specdraft.planning.facts.vllm_install import method_packages_beside
-from specdraft.speed import recommend
+from specdraft.speed import host_step_ms, recommend, size_name, step_model
 
 BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 """Methods whose drafter proposes its whole block in one forward, as wide as it was trained."""
-_SHAPES: dict[tuple[int, int], Shape] = {(5376, 60): "31b", (2816, 30): "26b"}
-"""(hidden size, layers) of the target shapes step costs were measured beside."""
 
 
 class Candidate(BaseModel):
@@ -157,14 +156,19 @@ def _refusals(candidate: Candidate, target: Checkpoint, support: ReleaseSupport 
     return [f for f in findings if f is not None and f.level == "error"]
 
 
-def measured_shape(target: Checkpoint) -> Shape | None:
-    """The measured target shape ``target`` has, or None for another one."""
-    return _SHAPES.get((target.text_config.get("hidden_size"), target.text_config.get("num_hidden_layers")))
+def measured_size(target: Checkpoint | None) -> tuple[ModelFamily, str | None]:
+    """The family whose step costs price a plan beside ``target`` and the measured size of it ``target`` has
+    (``ModelFamily.size_key``; None: another shape, priced with the family's stand-in size). A target without a
+    family, or of a family without measurements, takes the default family's stand-in."""
+    family = rules_for(target.config) if target is not None and target.is_known else DEFAULT_FAMILY
+    if family.costs is None:
+        return DEFAULT_FAMILY, None
+    return family, family.size_key(target.config) if target is not None and target.is_known else None
 
 
-def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, measured: Mapping[str, Sequence[float]],
-          max_k: int) -> RankedMethod:
-    model = step_model(candidate.method, shape, profile)
+def _rank(candidate: Candidate, shape: str | None, profile: str, thinking: bool,
+          measured: Mapping[str, Sequence[float]], max_k: int, family: ModelFamily) -> RankedMethod:
+    model = step_model(candidate.method, shape, profile, family)
     trained = candidate.speculator.speculative_tokens if candidate.speculator is not None else None
     if candidate.method in BLOCK_DRAFTERS and trained:
         # a block drafter was trained to fill its block; positions past it are extrapolation
@@ -182,18 +186,19 @@ def _rank(candidate: Candidate, shape: Shape, profile: str, thinking: bool, meas
                         losing_speedup=round(losing.predicted_speedup, 3) if losing else None)
 
 
-def _notes(target: Checkpoint, shape: Shape | None, profile: str, version: str | None,
-           support: ReleaseSupport | None) -> list[str]:
+def _notes(target: Checkpoint, shape: str | None, profile: str, version: str | None,
+           support: ReleaseSupport | None, family: ModelFamily) -> list[str]:
     notes = []
-    costs_shape = shape or "31b"
-    _, here = host_step_ms(profile, costs_shape)
+    _, here = host_step_ms(profile, shape, family)
     if not here:
-        notes.append(f"the target step beside {SHAPE_NAMES[costs_shape]} was not measured on {profile}: host times are "
-                     "taken over the target step each cost was measured beside, on another GPU")
+        notes.append(f"the target step beside {size_name(shape, family)} was not measured on {profile}: host times "
+                     "are taken over the target step each cost was measured beside, on another GPU")
     if shape is None:
-        notes.append("step costs were measured beside the 31B and the 26B-A4B; beside "
-                     f"{target.ref} the 31B's are used, not measured (a cheaper target step makes every drafter "
-                     "relatively dearer)")
+        sizes = [size.name for size in family.costs.sizes.values()]
+        stand_in = size_name(None, family)
+        notes.append(f"step costs were measured beside {' and '.join(sizes)}; beside "
+                     f"{target.ref} {stand_in}'s are used, not measured (a cheaper target step "
+                     "makes every drafter relatively dearer)")
     if support is None:
         notes.append(f"vLLM {version or '(version unknown)'} is not in specdraft's release table: methods were not "
                      "checked against it")
@@ -209,7 +214,7 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
     ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method);
     ``published`` are drafters not given, ranked apart (``to_download``) and never chosen."""
     support = release_support(version)
-    shape = measured_shape(target)
+    family, shape = measured_size(target)
     ranked, turned_away, to_download = [], [], []
     given = [(candidate, ranked) for candidate in candidates_for(drafts)]
     offered = [(Candidate(method=method, draft=draft, speculator=speculator), to_download)
@@ -221,9 +226,15 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
                                           draft=candidate.draft.ref if candidate.draft else None,
                                           reason="; ".join(f.message for f in refusals)))
             continue
-        into.append(_rank(candidate, shape or "31b", profile, thinking, measured or {}, max_k))
+        try:
+            into.append(_rank(candidate, shape, profile, thinking, measured or {}, max_k, family))
+        except KeyError:  # the family's tables neither measure nor model this method
+            turned_away.append(TurnedAway(method=candidate.method,
+                                          draft=candidate.draft.ref if candidate.draft else None,
+                                          reason=f"no step cost of {candidate.method} beside "
+                                                 f"{size_name(shape, family)} in {family.display_name}'s tables"))
     for rows in (ranked, to_download):
         # among candidates that do not pay, the least bad first: the one a "no speculation" finding names
         rows.sort(key=lambda row: (-row.predicted_speedup, -(row.losing_speedup or 0.0), not row.measured_costs))
     return MethodRanking(ranked=ranked, turned_away=turned_away, to_download=to_download,
-                         notes=_notes(target, shape, profile, version, support))
+                         notes=_notes(target, shape, profile, version, support, family))

@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 
 from specdraft.checkpoints import Checkpoint
+from specdraft.families import rules_for
 from specdraft.planning.knowledge.release_tables import data_text
 from specdraft.safetensors_index import read_tensor_index, safetensors_files
 
@@ -21,8 +22,8 @@ _PER_EXPERT = re.compile(r"\.experts\.\d+\.")
 
 
 def is_moe_target(target: Checkpoint | None) -> bool:
-    """A known checkpoint whose layers route tokens to experts (Gemma 4 26B-A4B)."""
-    return target is not None and target.is_known and bool(target.text_config.get("enable_moe_block"))
+    """A known checkpoint whose layers route tokens to experts (its family's ``is_moe``: Gemma 4 26B-A4B)."""
+    return target is not None and target.is_known and rules_for(target.config).is_moe(target.config)
 
 
 def stores_experts_apart(target: Checkpoint) -> bool:
