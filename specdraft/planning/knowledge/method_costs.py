@@ -3,8 +3,9 @@ inputs ``--method auto`` ranks methods by (``facts.method_ranking``).
 
 Costs are in target steps, tune's model (``specdraft.speed``): a step takes ``max(1 + K*c + o, h_0 + K*h)``.
 They come from the host-cost entries (``speed/data/host_costs.json``, vLLM 0.26.0) of the plain engines launch
-plans, beside the target shape they were measured with: the 31B (H100: ``draft_model``, ``mtp``, ``ngram_gpu``'s
-step time; H200: ``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7) and the
+plans, beside the target shape they were measured with: the 31B (H100: ``mtp``, ``ngram_gpu``'s step time; H200:
+``eagle3`` at K = 3, 5, 7 and ``dflash`` at K = 1-8, docs/gpu/README.md section 9.7, and ``draft_model``
+recalibrated to launch's plan served over HTTP) and the
 26B-A4B (H200: ``draft_model`` and ``mtp`` recalibrated to launch's plans served over HTTP, ``eagle3`` with a
 drafter of assumed shape). c and o are GPU time over the target's step on the entry's own machine; so is the host
 line where that machine is the GPU planned for, else host time over the planned GPU's measured target step. Every other method, or a method beside a shape it was not measured
@@ -39,7 +40,7 @@ _NGRAM_GPU_STEP_MS = 28.3
 _NGRAM_GPU_LEASE_TARGET_MS = 1000 / 41.47
 """... over that lease's target step (41.47 tok/s alone, data/async_scheduling.json's measurement)."""
 _ENTRIES: dict[Shape, dict[str, str]] = {
-    "31b": {"draft_model": "vllm0.26-draft_model-e2b-async", "mtp": "vllm0.26-mtp-31b-assistant",
+    "31b": {"draft_model": "vllm0.26-draft_model-e2b-async-served", "mtp": "vllm0.26-mtp-31b-assistant",
             "dflash": "vllm0.26-dflash-31b-speculator-flat", "eagle3": "vllm0.26-eagle3-31b-speculator-plain"},
     "26b": {"draft_model": "vllm0.26-draft_model-e2b-async-26b-served", "mtp": "vllm0.26-mtp-26b-assistant-served",
             "eagle3": "vllm0.26-eagle3-26b-speculator"},
