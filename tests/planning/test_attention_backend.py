@@ -339,3 +339,16 @@ def test_the_json_plan_carries_the_backends_it_expects(release, empty_hub):
     assert kv_cache["dtype"] == "fp8" and kv_cache["attention_backend"] == TRITON
     assert kv_cache["backends"]["drafter"] == TRITON and kv_cache["failure"]["issues"] == [48848, 48495]
     json.dumps(kv_cache)
+
+
+def test_the_draft_models_fp8_plan_rests_on_its_served_start_on_an_h200(release, empty_hub):
+    """Both models on TRITON_ATTN (the target through --attention-backend, the E2B draft through
+    --speculative-config) started and served on 2 x H200; the earlier row, the draft left on FlashInfer, stays as the
+    failure that made the plan name the backend twice."""
+    rows = [row for row in attention_backend_table().gpu_evidence
+            if (row.profile, row.vllm, row.method, row.kv_cache_dtype) == ("h200", "0.26.0", "draft_model", "fp8")]
+    assert [(row.drafter_attention_backend, row.drafter, row.started) for row in rows] == [
+        (None, "FLASHINFER", False), (TRITON, TRITON, True)]
+    plan = _plan(release, profile="h200", draft=E2B, kv_cache_dtype="fp8")
+    backends = plan.to_json_dict()["kv_cache"]["backends"]
+    assert backends["started"] is True and "real-stack-h200-m4" in backends["basis"], backends
