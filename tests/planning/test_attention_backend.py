@@ -253,6 +253,17 @@ def test_fp8_where_the_context_does_not_fit_at_bf16_with_the_crash_fixed_and_nam
     assert plan.argv[plan.argv.index("--attention-backend") + 1] == TRITON
 
 
+def test_the_31b_e2b_plans_fp8_reason_quotes_that_pair_served_both_ways(release, empty_hub):
+    """The 31B + E2B plan on an H200 takes fp8 for its context; the bf16 it gives up is this pair's own served
+    figure (1.38x with bf16 against 1.11x as planned), not the MTP pairs' that other plans quote."""
+    plan = _plan(release, profile="h200", draft=E2B)
+    flag = plan.serve.flag("--kv-cache-dtype")
+    assert flag.value == "fp8" and "131072-token context does not fit h200 at bf16" in flag.reason
+    assert "31B + E2B draft, K = 3 1.38x vs 1.11x" in flag.reason and "MTP assistant" not in flag.reason
+    beside_26b = _plan(release, profile="h200", target="google/gemma-4-26B-A4B-it", draft=E2B)
+    assert "E2B" not in beside_26b.serve.flag("--kv-cache-dtype").reason  # another pair: the general measurement
+
+
 def test_a_users_fp8_is_kept_and_gets_the_crash_finding_and_the_fix(release, empty_hub):
     plan = _plan(release, profile="h200", kv_cache_dtype="fp8")
     assert plan.serve.flag("--kv-cache-dtype").value == "fp8" and plan.serve.flag("--kv-cache-dtype").reason == "given"
