@@ -5,8 +5,8 @@ usage: served_vs_model.py [--profile h200]
 Reads the served rows (``RUNS``: real-stack-h200-m4/rows.jsonl, real-stack-h200-m3/rows.jsonl,
 real-stack-h200/rows-machine*.jsonl). Each speculative row divides by its baseline, the row of the same run served
 with launch's ``--method none`` plan of the same request (``alone``: same target, KV request, extra flags,
-max_num_seqs and concurrency; served_real.py's definition, see ``baseline_of``): served speedup = its decode tok/s / the baseline's, served step = acceptance length
-x baseline tok/s / its tok/s, in target steps (tune's ``E(K) / S(K)``). The prediction at concurrency 1 is tune's
+max_num_seqs and concurrency; served_real.py's definition, see ``baseline_of``): served speedup = its decode tok/s /
+the baseline's, served step = acceptance length x baseline tok/s / its tok/s, in target steps (tune's ``E(K) / S(K)``). The prediction at concurrency 1 is tune's
 ``predict_speedup`` with ``step_model(method, shape, profile)`` (what ``--method auto`` ranks with) and the row's
 forced acceptance ``alpha**i``; at a larger concurrency, tune's model with the step costs per batch size launch plans
 a K schedule from (``modelled_costs``), where there are any.
