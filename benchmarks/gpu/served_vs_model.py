@@ -2,16 +2,20 @@
 
 usage: served_vs_model.py [--profile h200]
 
-Reads the served rows (``RUNS``: real-stack-h200-m3/rows.jsonl, real-stack-h200/rows-machine*.jsonl). Each
-speculative row divides by the row of the same run without speculation (same target, KV dtype, extra flags,
-max_num_seqs and concurrency): served speedup = its decode tok/s / the baseline's, served step = acceptance length
-x baseline tok/s / its tok/s, in target steps (tune's ``E(K) / S(K)``). The prediction at concurrency 1 is tune's
+Reads the served rows (``RUNS``: real-stack-h200-m4/rows.jsonl, real-stack-h200-m3/rows.jsonl,
+real-stack-h200/rows-machine*.jsonl). Each speculative row divides by its baseline, the row of the same run served
+with launch's ``--method none`` plan of the same request (``alone``: same target, KV request, extra flags,
+max_num_seqs and concurrency; served_real.py's definition, see ``baseline_of``): served speedup = its decode tok/s /
+the baseline's, served step = acceptance length x baseline tok/s / its tok/s, in target steps (tune's ``E(K) / S(K)``). The prediction at concurrency 1 is tune's
 ``predict_speedup`` with ``step_model(method, shape, profile)`` (what ``--method auto`` ranks with) and the row's
 forced acceptance ``alpha**i``; at a larger concurrency, tune's model with the step costs per batch size launch plans
 a K schedule from (``modelled_costs``), where there are any.
 
 A row is *held* (tests/benchmarks/test_served_rows.py keeps it within 10%) at concurrency 1 on launch's own plan;
-rows run with a flag launch did not plan (``--attention-backend``) or at a larger concurrency are printed, not held.
+rows run with a flag launch did not plan (``--attention-backend``) or at a larger concurrency are printed, not held,
+and so is a row that gave ``--kv-cache-dtype`` where the same run also served the pair with the plan's own KV: the
+model has one step cost per method and target shape, and the default plan is the one it answers for (the 31B + E2B
+pair served 1.11x with the plan's fp8 KV and 1.38x with bf16 given).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from specdraft.planning.decisions.k_costs import modelled_costs  # noqa: E402
 from specdraft.speed import step_model  # noqa: E402
 
 RAW = REPO / "benchmarks/gpu/raw"
-RUNS = {"real-stack-h200-m3": ("rows.jsonl",),
+RUNS = {"real-stack-h200-m4": ("rows.jsonl",),
+        "real-stack-h200-m3": ("rows.jsonl",),
         "real-stack-h200": ("rows-machine1.jsonl", "rows-machine2.jsonl")}
 """One served run per folder; a row's baseline comes from its own run (the first run's two machines: the 26B-A4B
 alone at bf16 ran on the first, the MTP pair on the second, as docs/gpu/served-real-stack.md divides them)."""
@@ -75,9 +80,20 @@ def _levels(row: dict) -> dict[int, tuple[float, float | None]]:
             for key, value in row.items() if key.startswith("c") and key.endswith("_decode_tok_s")}
 
 
-def _kv(row: dict) -> str:
-    """The KV dtype the server ran with: the given one, or the plan's (``kv: plan`` leaves it to launch)."""
-    return (row.get("planned_kv") or row["kv"]) if row["kv"] == "plan" else row["kv"]
+def baseline_of(row: dict, alone: list[dict]) -> dict | None:
+    """The served baseline of a speculative row: launch's ``--method none`` plan of the same request, i.e. the
+    ``alone`` row with the same target, KV request (``plan``, ``auto``, ``fp8``), extra flags and max_num_seqs.
+
+    Where the run served no ``alone`` row for that KV request, an ``alone`` row that left KV to the plan stands in
+    when launch planned it the dtype the row asked for: ``--method none --kv-cache-dtype auto`` and ``--method none``
+    planned ``auto`` are the same argv. The speculative row's own resolved dtype never picks the baseline: the
+    31B + E2B plan runs fp8 where the same request with ``--method none`` runs bf16, and that bf16 server is what
+    the plan is an alternative to."""
+    same = [r for r in alone if (r["target"], r.get("extra", ""), r["max_num_seqs"])
+            == (row["target"], row.get("extra", ""), row["max_num_seqs"])]
+    exact = [r for r in same if r["kv"] == row["kv"]]
+    planned_alike = [r for r in same if row["kv"] != "plan" and r["kv"] == "plan" and r.get("planned_kv") == row["kv"]]
+    return (exact or planned_alike or [None])[0]
 
 
 def served_rows() -> list[ServedRow]:
@@ -86,17 +102,24 @@ def served_rows() -> list[ServedRow]:
         rows = [(f"{run}/{name}", json.loads(line)) for name in files
                 for line in (RAW / run / name).read_text().splitlines() if line.strip()]
         rows = [(source, row) for source, row in rows if "error" not in row]
-        alone = {(r["target"], _kv(r), r.get("extra", ""), r["max_num_seqs"], n): tok_s
-                 for _, r in rows if r["alpha"] is None for n, (tok_s, _) in _levels(r).items()}
+        alone = [r for _, r in rows if r["alpha"] is None]
+        default_planned = {(r["target"], r["draft"], r.get("extra", ""), r["max_num_seqs"])
+                           for _, r in rows if r["alpha"] is not None and r["kv"] == "plan"}
         for source, r in rows:
             if r["alpha"] is None:
                 continue
+            baseline = baseline_of(r, alone)
+            if baseline is None:
+                continue
             for n, (tok_s, length) in _levels(r).items():
-                base = alone.get((r["target"], _kv(r), r.get("extra", ""), r["max_num_seqs"], n))
+                base = _levels(baseline).get(n, (None,))[0]
                 if base is None:
                     continue
                 forced = "--attention-backend" in r.get("extra", "")
+                kv_given = r["kv"] != "plan" and (r["target"], r["draft"], r.get("extra", ""),
+                                                  r["max_num_seqs"]) in default_planned
                 why = ("not launch's plan: " + r["extra"] + " given") if forced else \
+                      (f"--kv-cache-dtype {r['kv']} given: the plan's own KV is held" if kv_given else "") or \
                       (f"concurrency {n}: step costs per batch size" if n > 1 else "")
                 out.append(ServedRow(source=source, scenario=r["scenario"], shape=SHAPES[r["target"]],
                                      method=r["method"], k=r["k"], alpha=r["alpha"], max_num_seqs=r["max_num_seqs"],

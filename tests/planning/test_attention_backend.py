@@ -253,6 +253,17 @@ def test_fp8_where_the_context_does_not_fit_at_bf16_with_the_crash_fixed_and_nam
     assert plan.argv[plan.argv.index("--attention-backend") + 1] == TRITON
 
 
+def test_the_31b_e2b_plans_fp8_reason_quotes_that_pair_served_both_ways(release, empty_hub):
+    """The 31B + E2B plan on an H200 takes fp8 for its context; the bf16 it gives up is this pair's own served
+    figure (1.38x with bf16 against 1.11x as planned), not the MTP pairs' that other plans quote."""
+    plan = _plan(release, profile="h200", draft=E2B)
+    flag = plan.serve.flag("--kv-cache-dtype")
+    assert flag.value == "fp8" and "131072-token context does not fit h200 at bf16" in flag.reason
+    assert "31B + E2B draft, K = 3 1.38x vs 1.11x" in flag.reason and "MTP assistant" not in flag.reason
+    beside_26b = _plan(release, profile="h200", target="google/gemma-4-26B-A4B-it", draft=E2B)
+    assert "E2B" not in beside_26b.serve.flag("--kv-cache-dtype").reason  # another pair: the general measurement
+
+
 def test_a_users_fp8_is_kept_and_gets_the_crash_finding_and_the_fix(release, empty_hub):
     plan = _plan(release, profile="h200", kv_cache_dtype="fp8")
     assert plan.serve.flag("--kv-cache-dtype").value == "fp8" and plan.serve.flag("--kv-cache-dtype").reason == "given"
@@ -339,3 +350,16 @@ def test_the_json_plan_carries_the_backends_it_expects(release, empty_hub):
     assert kv_cache["dtype"] == "fp8" and kv_cache["attention_backend"] == TRITON
     assert kv_cache["backends"]["drafter"] == TRITON and kv_cache["failure"]["issues"] == [48848, 48495]
     json.dumps(kv_cache)
+
+
+def test_the_draft_models_fp8_plan_rests_on_its_served_start_on_an_h200(release, empty_hub):
+    """Both models on TRITON_ATTN (the target through --attention-backend, the E2B draft through
+    --speculative-config) started and served on 2 x H200; the earlier row, the draft left on FlashInfer, stays as the
+    failure that made the plan name the backend twice."""
+    rows = [row for row in attention_backend_table().gpu_evidence
+            if (row.profile, row.vllm, row.method, row.kv_cache_dtype) == ("h200", "0.26.0", "draft_model", "fp8")]
+    assert [(row.drafter_attention_backend, row.drafter, row.started) for row in rows] == [
+        (None, "FLASHINFER", False), (TRITON, TRITON, True)]
+    plan = _plan(release, profile="h200", draft=E2B, kv_cache_dtype="fp8")
+    backends = plan.to_json_dict()["kv_cache"]["backends"]
+    assert backends["started"] is True and "real-stack-h200-m4" in backends["basis"], backends

@@ -264,3 +264,53 @@ def test_the_mtp_tip_never_names_an_assistant_the_serving_release_refuses(facts)
     # the 12B's assistant is a gemma4_unified_assistant: 0.21.0 and 0.22.x load only gemma4_assistant
     twelve = suggest_mtp_assistant(facts("google/gemma-4-12B-it"), SpeculativeConfig(model="d"), draft, "0.22.0")
     assert "google/gemma-4-12B-it-assistant" in twelve.message and "needs vLLM 0.23.0 or later" in twelve.message
+
+
+# --- tensor parallelism on a release whose TP servers crashed ---
+
+
+def _tp_plan(release, tensor_parallel_size):
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    return build_launch_plan(LaunchRequest(target="google/gemma-4-31B-it", draft="google/gemma-4-31B-it-assistant",
+                                           vllm_root=release("0.26.0"), profile="h200",
+                                           tensor_parallel_size=tensor_parallel_size))
+
+
+def test_a_tp_2_plan_on_vllm_0_26_warns_of_the_served_start_up_crash(release, empty_hub):
+    finding = next(f for f in _tp_plan(release, 2).findings if f.check == "tp-start-up")
+    assert finding.level == "warning"
+    assert "real-stack-h200-m3/ and real-stack-h200-m4/" in finding.message and "not isolated" in finding.message
+    assert "(untested)" in finding.hint and '{"pass_config": {"fuse_allreduce_rms": false}}' in finding.hint
+    assert "allreduce backend: mnnvl" in finding.hint
+
+
+def test_a_tp_1_plan_gets_no_tp_start_up_warning(release, empty_hub):
+    assert not [f for f in _tp_plan(release, 1).findings if f.check == "tp-start-up"]
+
+
+@pytest.mark.parametrize("version, flashinfer, profile, tp", [
+    ("0.26.0", False, "h200", 2),    # no FlashInfer: vLLM does not fuse (the staging that served TP 2)
+    ("0.27.0", None, "h200", 2),     # not served there
+    ("0.26.0", None, "dgx-spark", 2),  # SM 12.1: vLLM leaves the fusion off
+    ("0.26.0", True, "h100", 1),
+])
+def test_the_tp_start_up_warning_stays_off_where_the_crash_was_not_served(version, flashinfer, profile, tp):
+    from specdraft.planning.checks.vllm_install import check_tp_start_up
+
+    assert check_tp_start_up(VllmFacts(version=version, has_flashinfer=flashinfer), tp, profile) is None
+    assert check_tp_start_up(VllmFacts(version="0.26.0", has_flashinfer=True), 2, "h100") is not None
+
+
+def test_the_fusion_switch_the_hint_names_is_vllm_0_26_s(release):
+    """The hint's key is a field of 0.26.0's PassConfig, which vLLM turns on at TP > 1 on SM 9.0 with FlashInfer."""
+    import ast
+
+    tree = release("0.26.0") / "vllm" / "config"
+    passes = next(node for node in ast.parse((tree / "compilation.py").read_text()).body
+                  if isinstance(node, ast.ClassDef) and node.name == "PassConfig")
+    assert "fuse_allreduce_rms" in {node.target.id for node in passes.body if isinstance(node, ast.AnnAssign)}
+    enable = next(node for node in ast.parse((tree / "vllm.py").read_text()).body
+                  if isinstance(node, ast.FunctionDef) and node.name == "enable_allreduce_rms_fusion")
+    source = ast.unparse(enable)
+    assert "tensor_parallel_size > 1" in source and "has_flashinfer()" in source and "is_device_capability(90)" in source

@@ -126,39 +126,76 @@ def test_kv_bytes_per_token_match_what_vllm_allocated_on_an_h200(tmp_path):
     assert abs(predicted - tokens) / tokens < 0.001
 
 
-SERVED = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "raw" / "real-stack-h200-m3"
+RAW = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "raw"
+SERVED = (RAW / "real-stack-h200-m3", RAW / "real-stack-h200-m4")
+"""Launch's plans served on H200s (vLLM 0.26.0, real kernels): m3 keeps each server's plan and log extract in
+``scenarios/``, m4 its plans and full engine logs in ``server-logs-full.tar.gz``."""
 CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "configs"
 
 
-def _served_pairs() -> list[tuple[str, str, str, bool, float]]:
-    """(scenario, target folder, draft folder, hybrid manager on, GiB of KV the engine had) per server that got that
-    far, from the rows and engine logs of launch's plans served on one H200 (vLLM 0.26.0, real kernels)."""
+def _plan_and_log(run: Path, safe: str) -> tuple[dict, str]:
+    import json
+    import tarfile
+
+    if (run / "scenarios").is_dir():
+        return (json.loads((run / "scenarios" / f"{safe}.plan.json").read_text()),
+                (run / "scenarios" / f"{safe}.backends.txt").read_text())
+    with tarfile.open(run / "server-logs-full.tar.gz") as archive:
+        return (json.loads(archive.extractfile(f"logs/{safe}.plan.json").read()),
+                archive.extractfile(f"logs/{safe}.log").read().decode())
+
+
+def _served_pairs() -> list[tuple[str, str, str, dict, float]]:
+    """(run/scenario, target folder, draft folder, the plan's memory, GiB of KV the engine had) per server that got
+    that far."""
     import json
     import re
 
     pairs = []
-    for line in (SERVED / "rows.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row["alpha"] is None or row["extra"]:
-            continue  # a baseline does not load the drafter; tp2 splits the weights
-        safe = row["scenario"].replace(":", "_")
-        logged = re.search(r"Available KV cache memory: ([0-9.]+) GiB",
-                           (SERVED / "scenarios" / f"{safe}.backends.txt").read_text())
-        plan = json.loads((SERVED / "scenarios" / f"{safe}.plan.json").read_text())
-        if logged:
-            pairs.append((row["scenario"], row["target"], row["draft"], plan["memory"]["hybrid_kv_cache_manager"],
-                          float(logged.group(1))))
+    for run in SERVED:
+        for line in (run / "rows.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if row["alpha"] is None or row["extra"] or row.get("error", "").startswith("plan refused"):
+                continue  # a baseline does not load the drafter; tp2 splits the weights; a refusal has no server
+            plan, log = _plan_and_log(run, row["scenario"].replace(":", "_"))
+            logged = re.search(r"Available KV cache memory: ([0-9.]+) GiB", log)
+            if logged:
+                pairs.append((f"{run.name}/{row['scenario']}", row["target"], row["draft"], plan["memory"],
+                              float(logged.group(1))))
     return pairs
 
 
-@pytest.mark.parametrize("scenario, target, draft, hybrid, available_gib", _served_pairs())
-def test_the_kv_budget_is_no_more_than_vllm_had_on_an_h200(scenario, target, draft, hybrid, available_gib):
+PAIRS = _served_pairs()
+
+
+def test_both_served_runs_hold_the_31b_e2b_pair_as_planned_and_with_bf16_given():
+    assert {scenario for scenario, *_ in PAIRS} >= {"real-stack-h200-m4/t31:e2b:plan:0.85:1",
+                                                    "real-stack-h200-m4/t31:e2b:auto:0.85:1"}
+
+
+@pytest.mark.parametrize("scenario, target, draft, memory, available_gib", PAIRS, ids=[p[0] for p in PAIRS])
+def test_the_kv_budget_is_no_more_than_vllm_had_on_an_h200(scenario, target, draft, memory, available_gib):
     """The plan's KV budget for each pair served on an H200 is at most what the engine logged as available (0.5 GiB
     of slack for the estimate); beside the whole E2B draft the profile's reserve alone overshot by 2.1-2.5 GiB, which
-    made the 31B + E2B server refuse the context the plan gave it."""
+    made the 31B + E2B server refuse the context the plan gave it (m3). With the reserve raised, the 31B + E2B plans
+    of m4 (fp8 at 122880 tokens, bf16 at 61440) had 53.80 and 53.88 GiB where the plan counts 53.02 GiB."""
     plan = plan_memory(inspect_checkpoint(str(CONFIGS / target)), inspect_checkpoint(str(CONFIGS / draft)),
-                       PROFILES["h200"], max_model_len=4096, kv_cache_dtype="auto", hybrid_kv_cache_manager=hybrid)
+                       PROFILES["h200"], max_model_len=4096, kv_cache_dtype="auto",
+                       hybrid_kv_cache_manager=memory["hybrid_kv_cache_manager"])
     assert plan.kv_budget_bytes / GIB <= available_gib + 0.5, scenario
+
+
+@pytest.mark.parametrize("scenario, target, draft, memory, available_gib",
+                         [p for p in PAIRS if "m4" in p[0]], ids=[p[0] for p in PAIRS if "m4" in p[0]])
+def test_the_context_the_plan_gave_fit_in_what_vllm_had(scenario, target, draft, memory, available_gib):
+    """The served plan's own figures (its KV dtype and context) against the engine's log: today's plan of the same
+    pair gives the same budget, and the KV its context needs fits in what vLLM had."""
+    plan = plan_memory(inspect_checkpoint(str(CONFIGS / target)), inspect_checkpoint(str(CONFIGS / draft)),
+                       PROFILES["h200"], max_model_len=memory["max_model_len"],
+                       kv_cache_dtype=memory["kv_cache_dtype"],
+                       hybrid_kv_cache_manager=memory["hybrid_kv_cache_manager"])
+    assert plan.kv_budget_bytes == memory["kv_budget_bytes"]
+    assert plan.kv_bytes_needed == memory["kv_bytes_needed"] <= available_gib * GIB, scenario
 
 
 def test_a_whole_draft_model_reserves_more_than_an_mtp_assistant():

@@ -7,7 +7,7 @@ import pytest
 from specdraft.speed import predict_speedup
 from specdraft.checkpoints import inspect_checkpoint
 from specdraft.planning.knowledge.method_costs import acceptance_for, default_acceptance
-from specdraft.speed import step_model
+from specdraft.speed import step_from_entry, step_model
 from specdraft.planning.facts.method_ranking import rank_methods
 from specdraft.planning.facts.vllm_install import method_packages_beside
 from specdraft.planning.knowledge.methods import check_async_for_method, check_method_options, check_method_package
@@ -183,15 +183,15 @@ def test_beside_the_26b_auto_ranks_eagle3_by_its_own_measured_step(alpha, order)
 
 
 def test_beside_the_26b_auto_uses_the_26b_costs_and_drafts_nothing_with_the_e2b():
-    """The E2B draft lost at every K beside the 26B-A4B (docs/gpu/README.md 6); the 31B's costs, which a 26B target
-    used to get, would have drafted with it."""
+    """The E2B draft lost at every K beside the 26B-A4B (docs/gpu/README.md 6); the 31B's in-process entry, which a
+    26B target used to get, would have drafted with it."""
     target = inspect_checkpoint(TARGET_26B)
     drafts = [inspect_checkpoint("google/gemma-4-26B-A4B-it-assistant"), inspect_checkpoint("google/gemma-4-E2B-it")]
     ranking = rank_methods(target, drafts, version="0.33.0", profile="h200")
     rows = {row.method: row for row in ranking.ranked}
     assert ranking.chosen.method == "mtp" and 1 < rows["mtp"].predicted_speedup < 2 and rows["draft_model"].k == 0
     assert ranking.notes == []
-    thirty_one = step_model("draft_model", "31b", "h200")
+    thirty_one = step_from_entry("vllm0.26-draft_model-e2b-async", "h200", "31b", True)
     rates, _ = acceptance_for("draft_model", thinking=False, positions=3)
     assert predict_speedup(rates, 3, thirty_one.cost_ratio, thirty_one.overhead, thirty_one.host) > 1.2
 

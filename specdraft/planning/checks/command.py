@@ -18,6 +18,7 @@ from specdraft.planning.knowledge.serve_command import VLLM_CLI_MODULE
 from specdraft.planning.knowledge.serve_command import ServeFlag
 from specdraft.planning.knowledge.speculative_config import SpeculativeConfig
 from specdraft.planning.facts.vllm_install import VllmFacts
+from specdraft.planning.checks.vllm_install import check_tp_start_up
 
 _NOT_PASSED_ASYNC = ("refused", "absent", "unknown", "not-applicable")
 
@@ -192,6 +193,8 @@ def plan_findings(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     findings = check_parallel(decided.parallel, facts.target.config, facts.known_draft_config)
     cli = cli_metadata_finding(facts.vllm, decided.parallel.topology.nodes)
     findings += [cli] if cli else []
+    tp_start_up = check_tp_start_up(facts.vllm, decided.parallel.tensor_parallel_size, facts.request.profile)
+    findings += [tp_start_up] if tp_start_up else []
     transformers = transformers_finding(facts.vllm.version, facts.vllm.transformers_version, facts.vllm.python)
     findings += [transformers] if transformers else []
     if decided.async_scheduling.outcome in _NOT_PASSED_ASYNC:

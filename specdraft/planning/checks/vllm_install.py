@@ -1,5 +1,5 @@
-"""The pair checks of the serving vLLM: there to serve, recent enough for the target's family, and patched with the
-hotfixes the pairing needs."""
+"""The pair checks of the serving vLLM: there to serve, recent enough for the target's family, patched with the
+hotfixes the pairing needs, and what its install does at tensor parallelism (a served start-up crash)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from specdraft.patching import Status, Trait
 from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed
 from specdraft.planning.facts.vllm_install import VllmFacts
+from specdraft.planning.knowledge.gpu_memory import PROFILES
 from specdraft.planning.request import HotfixMode
 
 
@@ -70,3 +71,39 @@ def check_hotfixes(traits: frozenset[Trait], vllm: VllmFacts, mode: HotfixMode) 
     if pending:
         return Finding(level="info", check="hotfixes", message=f"{summary}; pending ones are applied before serving")
     return Finding.ok("hotfixes", summary)
+
+
+TP_CRASHED_RELEASES = ("0.26.0",)
+"""Releases in which launch's TP 2 plans died at start-up on 2 x H200 with FlashInfer installed: the 31B alone and
+with its MTP assistant (benchmarks/gpu/raw/real-stack-h200-m3/, t31_a31_plan_*_1_tp2) and the MTP pair again
+(benchmarks/gpu/raw/real-stack-h200-m4/, t31_a31_plan_0.85_1_tp2): CUBLAS_STATUS_EXECUTION_FAILED and an illegal
+memory access on both ranks; the same plans served at TP 2 on a staging without FlashInfer."""
+
+
+def fuses_allreduce_rms(capability: tuple[int, int]) -> bool:
+    """Whether vLLM 0.26.0 turns its FlashInfer all-reduce + RMSNorm fusion on by itself at TP > 1 with FlashInfer
+    installed on a GPU of ``capability``: 9.0 and the 10.x family (vllm/config/vllm.py,
+    enable_allreduce_rms_fusion, which the -O2 and -O3 levels use)."""
+    return capability == (9, 0) or capability[0] == 10
+
+
+FUSION_OFF = """--compilation-config '{"pass_config": {"fuse_allreduce_rms": false}}'"""
+"""vLLM 0.26.0's switch for that fusion (vllm/config/compilation.py, PassConfig.fuse_allreduce_rms)."""
+
+
+def check_tp_start_up(vllm: VllmFacts, tensor_parallel_size: int, profile: str) -> Finding | None:
+    """A TP plan on a release whose TP servers crashed at start-up on H200s with FlashInfer installed (None: no
+    such plan). ``has_flashinfer`` None counts as installed: a published wheel requires it."""
+    if (tensor_parallel_size < 2 or vllm.version not in TP_CRASHED_RELEASES or vllm.has_flashinfer is False
+            or not fuses_allreduce_rms(PROFILES[profile].compute_capability)):
+        return None
+    return Finding(level="warning", check="tp-start-up",
+                   message=f"vLLM {vllm.version} with FlashInfer at tensor-parallel size {tensor_parallel_size}: "
+                           "launch's TP 2 plans of the 31B (alone and with its MTP assistant) died at start-up on "
+                           "2 x H200, twice (CUBLAS_STATUS_EXECUTION_FAILED, illegal memory access on both ranks; "
+                           "benchmarks/gpu/raw/real-stack-h200-m3/ and real-stack-h200-m4/); not isolated: the "
+                           "engine logs show vLLM's FlashInfer all-reduce + RMSNorm fusion on ('Enabled custom "
+                           "fusions: allreduce_rms', 'Auto-selected flashinfer allreduce backend: mnnvl'), the "
+                           "suspect, not the proven cause",
+                   hint=f"if the engine log says 'allreduce backend: mnnvl' and start-up fails, try (untested) "
+                        f"{FUSION_OFF} after --, or --tensor-parallel-size 1 where the model fits one GPU")

@@ -84,13 +84,13 @@ def _gpu(profile: str) -> str:
 
 def decide_kv_cache(*, profile: str, version: str | None, method: str, given_dtype: str | None,
                     extra_args: list[str], multimodal_target: bool, has_fa4: bool | None,
-                    memory_at: Callable[[str], MemoryChoice]) -> KVCacheChoice:
+                    memory_at: Callable[[str], MemoryChoice], shape: str | None = None) -> KVCacheChoice:
     """The KV dtype and attention backend for a Gemma 4 target served by vLLM ``version`` on ``profile`` with
     ``method``; ``memory_at(dtype)`` is the memory decision at that KV dtype; ``has_fa4`` None: not known (taken
     as a published wheel, which ships FA4)."""
     table = attention_backend_table()
     dtype, dtype_reason = choose_kv_dtype(given_dtype, profile, method, memory_at, table.kv_dtype_measurements,
-                                          table.reported_defaults)
+                                          table.reported_defaults, shape)
     user_backend = _user_backend(extra_args)
     capability = PROFILES[profile].compute_capability
     spark = " (from vLLM's source and public reports; not run by specdraft on a DGX Spark)" if capability[0] == 12 else ""

@@ -29,8 +29,15 @@ def named_dtype(dtype: str) -> str:
     return "bf16 (auto)" if dtype == AUTO else dtype
 
 
-def _measured_text(measurements: list[KVDtypeMeasurement], profile: str) -> str:
-    """The shipped fp8-vs-bf16 figures that decide for ``profile``, as the reason quotes them."""
+def _measured_text(measurements: list[KVDtypeMeasurement], profile: str, method: str, shape: str | None) -> str:
+    """The shipped fp8-vs-bf16 figures that decide for ``profile``, as the reason quotes them: the planned pair's own
+    (same method beside the same target shape) where it was served both ways, else the first measurement's."""
+    for measured in measurements:
+        own = [row for row in measured.rows if shape is not None and (row.method, row.target) == (method, shape)
+               and row.speedup]
+        if profile in measured.applies_to and own:
+            rows = "; ".join(f"{row.plan} {row.speedup['auto']:.2f}x vs {row.speedup['fp8']:.2f}x" for row in own)
+            return f"this pair served faster with bf16 KV than with fp8 on {measured.gpu}, vLLM {measured.vllm}: {rows}"
     for measured in measurements:
         if profile in measured.applies_to:
             rows = "; ".join(f"{row.plan} {row.speedup['auto']:.2f}x vs {row.speedup['fp8']:.2f}x"
@@ -51,8 +58,10 @@ def measured_fp8_faster(measurements: list[KVDtypeMeasurement], profile: str, me
 
 
 def choose_kv_dtype(given: str | None, profile: str, method: str, memory_at: Callable[[str], MemoryChoice],
-                    measurements: list[KVDtypeMeasurement], reported: list[ReportedDefault]) -> tuple[str, str]:
-    """The dtype and its reason; ``memory_at(dtype)`` is the memory decision at that KV dtype."""
+                    measurements: list[KVDtypeMeasurement], reported: list[ReportedDefault],
+                    shape: str | None = None) -> tuple[str, str]:
+    """The dtype and its reason; ``memory_at(dtype)`` is the memory decision at that KV dtype; ``shape`` the
+    measured target shape (``31b``, ``26b``) the plan serves, None for another."""
     if given is not None:
         return given, "given"
     faster = measured_fp8_faster(measurements, profile, method)
@@ -61,7 +70,7 @@ def choose_kv_dtype(given: str | None, profile: str, method: str, memory_at: Cal
     default = next((row for row in reported if row.profile == profile), None)
     if default is not None:
         return default.kv_cache_dtype, f"{profile}, from public reports (not measured by specdraft): {default.why}"
-    measured = _measured_text(measurements, profile)
+    measured = _measured_text(measurements, profile, method, shape)
     at_bf16 = memory_at(AUTO)
     if at_bf16.plan.fits and at_bf16.lowered_from is None:
         return AUTO, f"bf16 (the model's dtype): {measured}; {at_bf16.max_model_len} tokens fit at bf16"

