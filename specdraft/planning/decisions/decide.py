@@ -25,7 +25,7 @@ from specdraft.planning.decisions.k_schedule import (MAX_K, KScheduleDecision, d
 from specdraft.planning.knowledge.methods import NO_SPECULATION
 from specdraft.planning.decisions.memory import MemoryChoice, choose_memory
 from specdraft.planning.decisions.model_runner import ModelRunnerChoice, model_runner
-from specdraft.planning.facts.method_ranking import measured_shape
+from specdraft.planning.facts.method_ranking import measured_size
 from specdraft.planning.facts.moe_layout import is_moe_target
 from specdraft.planning.decisions.moe_backend import MoeBackendChoice, choose_moe_backend
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed, pairing_traits
@@ -152,7 +152,7 @@ def decide(facts: LaunchFacts) -> Decisions:
                                given_dtype=request.kv_cache_dtype, extra_args=request.extra_args,
                                multimodal_target=target.is_known and target.is_multimodal,
                                has_fa4=facts.vllm.has_fa4, memory_at=memory_at,
-                               shape=measured_shape(target) if target.is_known else None)
+                               shape=measured_size(target)[1] if target.is_known else None)
     return Decisions(
         parallel=parallel, speculative=speculative, no_speculation=off, hybrid_kv_reason=hybrid,
         memory=memory_at(kv_cache.dtype), kv_cache=kv_cache,
