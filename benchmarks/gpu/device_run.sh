@@ -18,7 +18,9 @@ TOOLS=$(cd "$(dirname "$0")" && pwd)
 S=${GPUSWEEP_DIR:-/tmp/gpusweep}; R=$S/results.jsonl; O=${OUT:-/tmp/out}
 mkdir -p "$S/logs" "$S/done" "$O"
 touch "$R"
-export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:/tmp/sdsite VLLM_USE_V2_MODEL_RUNNER=0 VLLM_USE_FLASHINFER_SAMPLER=0 \
+# The dsl_packages entry and the cuDNN check matter only when /tmp/site holds a real stack (realstack/call.sh says why).
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/sdsite \
+  VLLM_USE_V2_MODEL_RUNNER=0 VLLM_USE_FLASHINFER_SAMPLER=0 PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1 \
   TOKENIZERS_PARALLELISM=false VLLM_ENABLE_V1_MULTIPROCESSING=0 REAL=/tmp/real CUDA_DEVICE_ORDER=PCI_BUS_ID
 GPU=${CUDA_VISIBLE_DEVICES:-0}; GPU=${GPU%%,*}
 PY=$(command -v python3)

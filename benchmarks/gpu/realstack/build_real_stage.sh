@@ -10,16 +10,12 @@
 set -euo pipefail
 OUT=${1:?usage: build_real_stage.sh OUTDIR [PART_MIB]}; PART=${2:-50}
 HERE=$(cd "$(dirname "$0")" && pwd)
-CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft-device}
+. "$HERE/stage_lib.sh"  # CACHE, the pip options P, pack_parts
 W=$CACHE/wheels; D=$CACHE/deps; K=$CACHE/kernels; SV=$CACHE/server; S=$CACHE/realstage
 mkdir -p "$W" "$D" "$K" "$SV" "$OUT"
 if [ -z "${REUSE_STAGE:-}" ] || [ ! -d "$S/site/vllm" ]; then  # REUSE_STAGE=1: only re-pack an earlier staging
 rm -rf "$S"; mkdir -p "$S/site" "$S/sdsite"
 ls "$W"/vllm-0.26.0-*.whl >/dev/null 2>&1 || python3 -m pip download -q --no-deps --only-binary=:all: vllm==0.26.0 -d "$W"
-P="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp"
-for t in 2_39 2_35 2_34 2_31 2_28 2_27 2_26 2_24 2_17 2014 1 2_5; do
-  case $t in 2014|1) P="$P --platform manylinux${t}_x86_64";; *) P="$P --platform manylinux_${t}_x86_64";; esac
-done
 # 1. The offline recipe's pure-Python needs (build_stage.sh's list, unchanged).
 # shellcheck disable=SC2086
 python3 -m pip download -q $P -d "$D" pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 \
@@ -50,18 +46,6 @@ unzip -q -o "$W"/vllm-0.26.0-*.whl -d "$S/site" -x 'vllm/vllm_flash_attn/_vllm_f
 find "$S" -name __pycache__ -prune -exec rm -rf {} +
 fi
 du -sh "$S/site" "$S/sdsite"
-# 5. One zstd stream (xz -8 of ~900 MB took far too long on a shared 2-core machine; zstd -6 is ~10x faster for
-#    ~10% more bytes), split into parts. The last part also carries the zstandard wheel: the device unpacks with its own
-#    zstd if it has one, else with that module.
-rm -rf "$OUT"/p* "$OUT/split"; mkdir -p "$OUT/split"
-tar -C "$S" -cf - site sdsite | zstd -q -${ZLEVEL:-6} -T0 > "$OUT/stack.tar.zst"
-split -b "${PART}M" -d -a 1 "$OUT/stack.tar.zst" "$OUT/split/part"
-i=1; for f in "$OUT"/split/part*; do mkdir -p "$OUT/p$i"; mv "$f" "$OUT/p$i/stack.part$((i-1))"; i=$((i+1)); done
-rmdir "$OUT/split"
-n=$((i-1)); echo "$n" > "$OUT/parts.count"
-(cd "$OUT" && sha256sum stack.tar.zst > parts.sha256 && rm stack.tar.zst)
-cp "$OUT/parts.count" "$OUT/parts.sha256" "$OUT/p1/"
-# shellcheck disable=SC2086
-ls "$CACHE"/zstandard-*.whl >/dev/null 2>&1 || python3 -m pip download -q $P -d "$CACHE" zstandard==0.25.0
-cp "$CACHE"/zstandard-*.whl "$OUT/p$n/"  # the last, smallest part: p1 is full
+# 5. Parts (stage_lib.sh).
+pack_parts "$OUT" "$PART" "$S" site sdsite
 ls -la "$OUT"/p*/

@@ -4,12 +4,16 @@
 #   call.sh work DEADLINE_S SCENARIO...  (parts too, when the last one is carried) checks once, patch apply once,
 #                                        then served_real.py with the scenarios
 #   call.sh tiny DEADLINE_S              the tiny patched draft_model pair under compute-sanitizer memcheck
-# Output to files under $OUT (vLLM output never through a pipe).
+# Output to files under $OUT (vLLM output never through a pipe). STACK: the carried parts' folder
+# (.device-gpu/stack, the 0.26.0 stack; build_newer_stage.sh's go to e.g. .device-gpu/stack-0.33.0).
 set -u
 TOOLS=$(cd "$(dirname "$0")" && pwd); MODE=$1; shift
 O=${OUT:-/tmp/out}; mkdir -p "$O"
+STACK=${STACK:-.device-gpu/stack}
+# PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK: a newer stack's torch runs on the image's cuDNN 9.19 (build_newer_stage.sh
+# says why); a no-op for the image's own torch.
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false CUDA_DEVICE_ORDER=PCI_BUS_ID \
-  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1
 # nvidia-cutlass-dsl puts its `cutlass` package on sys.path through a .pth file, which a PYTHONPATH entry does not
 # process: name that folder too.
 SITE=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/sdsite:$PWD
@@ -31,16 +35,19 @@ for n in ["torch", "triton", "flashinfer-python", "flashinfer-cubin", "nvidia-cu
     try: print(f"image has {n} {m.version(n)}")
     except m.PackageNotFoundError: print(f"image lacks {n}")
 PY
+      echo "image packages:"; python3 -m pip list --format=freeze 2>/dev/null | tr '\n' ' '; echo
     } > /root/stash/env.txt 2>&1
   fi
   cp /root/stash/env.txt "$O/env.txt"; cat /root/stash/env.txt
   bash "$TOOLS/install_parts.sh" "$@"; echo "parts rc=$? in $(( $(date +%s) - T0 )) s";;
 work)
   DEADLINE=$1; shift
-  bash "$TOOLS/install_parts.sh" .device-gpu/stack/p* || { echo "stack not installed"; exit 3; }
-  if ! grep -q "checks rc=0" /root/stash/checks.txt 2>/dev/null; then
-    PYTHONPATH=$SITE timeout 300 python3 - > /root/stash/checks.txt 2>&1 <<'PY'
-import time, torch
+  bash "$TOOLS/install_parts.sh" "$STACK"/p* || { echo "stack not installed"; exit 3; }
+  if ! grep -q "checks rc=0" /tmp/site/.checks.txt 2>/dev/null; then
+    PYTHONPATH=$SITE timeout 300 python3 - > /tmp/site/.checks.txt 2>&1 <<'PY'
+import time, torch, triton
+print("torch", torch.__version__, "cuda", torch.version.cuda, "| cudnn", torch.backends.cudnn.version(),
+      "| nccl", torch.cuda.nccl.version(), "| triton", triton.__version__, "|", torch.__file__)
 t = time.time()
 import vllm, flashinfer, cutlass, quack
 print("vllm", vllm.__version__, "| flashinfer", flashinfer.__version__, "| cutlass-dsl", getattr(cutlass, "__version__", "?"),
@@ -57,10 +64,10 @@ print(f"flashinfer single_decode head_dim 256 bf16: first call (JIT build + run)
 t = time.time(); o = flashinfer.single_decode_with_kv_cache(q, k, v); torch.cuda.synchronize()
 print(f"  second call {time.time()-t:.3f} s")
 PY
-    echo "checks rc=$?" >> /root/stash/checks.txt
-    ls -la ~/.cache/flashinfer 2>/dev/null | head -5 >> /root/stash/checks.txt
+    echo "checks rc=$?" >> /tmp/site/.checks.txt
+    ls -la ~/.cache/flashinfer 2>/dev/null | head -5 >> /tmp/site/.checks.txt
   fi
-  cp /root/stash/checks.txt "$O/checks.txt"; cat /root/stash/checks.txt
+  cp /tmp/site/.checks.txt "$O/checks.txt"; cat /tmp/site/.checks.txt
   if [ ! -f /tmp/site/.specdraft_patched ]; then
     { echo "\$ specdraft patch apply"; PYTHONPATH=$SITE python3 -m specdraft patch apply --python "$PY"; a=$?; echo "rc=$a"
       [ $a -eq 0 ] && touch /tmp/site/.specdraft_patched
