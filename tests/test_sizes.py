@@ -41,7 +41,8 @@ def test_no_module_is_over_300_lines_and_no_function_over_50():
 def test_the_walk_reaches_every_part_of_the_package():
     checked = {path.relative_to(PACKAGE).as_posix() for path in _package_modules()}
     assert {"cli/template.py", "patching/engine.py", "templates/scenarios.py", "testbed/tiny.py", "model_config.py",
-            "families/gemma4.py", "planning/decisions/decide.py", "speed/_speedup_model.py", "speed/_tune.py"} <= checked
+            "families/gemma4.py", "planning/decisions/decide.py", "speed/_speedup_model.py",
+            "speed/_tune.py"} <= checked
 
 
 def _function(lines: int, name: str = "long", indent: str = "") -> str:

@@ -93,5 +93,6 @@ __all__ = [
     "known_host_cost", "KPrediction", "MeasuredRun", "load_text_config", "measured_overhead", "measured_speedup",
     "overhead_fraction", "overhead_from_results", "predict_speedup", "recommend", "recommend_schedule",
     "schedule_ranges", "Recommendation", "resolve_tune_inputs", "SchedulePoint", "speculative_step_ms", "step_cost",
-    "step_ms", "StepModel", "host_step_ms", "size_name", "step_from_entry", "step_model", "Sourced", "StepCostFit", "tune", "TuneInputs", "TuneReport", "TuneRequest", "validate_acceptance",
+    "step_ms", "StepModel", "host_step_ms", "size_name", "step_from_entry", "step_model", "Sourced", "StepCostFit",
+    "tune", "TuneInputs", "TuneReport", "TuneRequest", "validate_acceptance",
 ]

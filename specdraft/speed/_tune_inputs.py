@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
