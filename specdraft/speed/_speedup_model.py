@@ -2,9 +2,8 @@
 
 Model (Leviathan et al. 2023, with vLLM's per-position counters):
 
-- ``a_i`` is the *unconditional* acceptance at draft position i, as vLLM reports it:
-  ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position=i-1} / vllm:spec_decode_num_drafts_total``.
-  A token at position i is only accepted if every earlier one was, so ``a_1 >= a_2 >= ...``.
+- ``a_i`` is the *unconditional* acceptance at draft position i, as vLLM reports it (``_acceptance`` checks it
+  and extends it past the measured positions).
 - ``E(K) = 1 + a_1 + ... + a_K`` tokens come out of one speculative step (the 1 is the target's bonus token);
   ``E(K)`` is vLLM's "mean acceptance length" for a run with ``num_speculative_tokens = K``.
 - One speculative step costs one target step plus K draft steps plus a fixed overhead, in units of a
@@ -19,50 +18,23 @@ Model (Leviathan et al. 2023, with vLLM's per-position counters):
 - Predicted speedup over no speculation: ``S(K) = E(K) / step_cost(K)``.
 
 Positions past the last measured one are extrapolated, and every such row says so (see ``Extrapolation``).
+``_batch_size_schedule`` turns the recommendation at several batch sizes into vLLM's per-batch-size ranges.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Sequence
 
 from specdraft.errors import UserError
+from specdraft.speed._acceptance import Extrapolation, ExtrapolationMethod, extend_acceptance
 
-ExtrapolationMethod = Literal["geometric", "none"]
-
-# Acceptance counters are integers divided by integers; allow this much float noise in monotonicity checks.
-_MONOTONE_TOLERANCE = 1e-9
 # Speedups this close are a tie, and a tie goes to the smaller K (same speed, less draft work).
 _TIE_TOLERANCE = 1e-9
 # The largest K tune tabulates. Unconditional acceptance decays geometrically, so positions this far out add
 # nothing measurable, and a table of millions of rows would only make the command run for minutes.
 MAX_K = 64
-
-
-@dataclass(frozen=True)
-class Extrapolation:
-    """How acceptance past the measured positions was obtained.
-
-    ``method == "geometric"``: each further position is accepted with a constant conditional probability
-    ``alpha``, fitted by least squares to ``ln a_i = i * ln alpha`` over the measured positions, and the
-    tail is anchored at the last measured value: ``a_(m+j) = a_m * alpha**j``.
-    ``method == "none"``: K stops at the last measured position.
-    """
-
-    method: ExtrapolationMethod
-    measured_positions: int
-    alpha: float | None
-    """The fitted conditional acceptance used past the measured positions (None when not extrapolating)."""
-
-    def explain(self) -> str:
-        if self.method == "none" or self.alpha is None:
-            return f"K is limited to the {self.measured_positions} measured positions (no extrapolation)."
-        return (
-            f"positions past {self.measured_positions} are extrapolated: each is accepted with the conditional "
-            f"probability alpha = {self.alpha:.3f}, a geometric fit (ln a_i = i ln alpha, least squares) to the "
-            f"{self.measured_positions} measured positions, anchored at a_{self.measured_positions}"
-        )
 
 
 @dataclass(frozen=True)
@@ -167,62 +139,6 @@ class Recommendation:
         }
 
 
-def validate_acceptance(per_position: Sequence[float]) -> tuple[float, ...]:
-    """Check that ``per_position`` is vLLM-style unconditional acceptance; return it as a tuple.
-
-    Raises ``UserError`` for an empty list, a value outside [0, 1], or a rise from one position to the
-    next (impossible for unconditional rates: conditional rates were probably given instead).
-    """
-    rates = tuple(float(a) for a in per_position)
-    if not rates:
-        raise UserError("per-position acceptance is empty", hint="give at least one rate, e.g. 0.8,0.6,0.45")
-    for i, a in enumerate(rates, start=1):
-        if not (0.0 <= a <= 1.0) or math.isnan(a):
-            raise UserError(f"acceptance at position {i} is {a}, outside [0, 1]")
-    for i in range(1, len(rates)):
-        if rates[i] > rates[i - 1] + _MONOTONE_TOLERANCE:
-            raise UserError(
-                f"acceptance rises from position {i} ({rates[i - 1]}) to {i + 1} ({rates[i]}): vLLM's per-position "
-                "acceptance is unconditional (accepted at position i / drafts) and cannot rise",
-                hint="convert conditional rates with a_i = alpha_1 * ... * alpha_i",
-            )
-    return rates
-
-
-def conditional_acceptance(per_position: Sequence[float]) -> list[float | None]:
-    """Conditional acceptance ``alpha_i = a_i / a_(i-1)`` (``a_0 = 1``); None where ``a_(i-1) == 0``."""
-    previous = 1.0
-    out: list[float | None] = []
-    for a in per_position:
-        out.append(a / previous if previous > 0 else None)
-        previous = a
-    return out
-
-
-def fit_geometric_alpha(per_position: Sequence[float]) -> float:
-    """Least-squares fit of ``ln a_i = i * ln alpha`` (a line through the origin) over positive rates."""
-    points = [(i, math.log(a)) for i, a in enumerate(per_position, start=1) if a > 0]
-    if len(points) < len(per_position) or not points:
-        return 0.0  # some position was never accepted: nothing past it will be either
-    slope = sum(i * y for i, y in points) / sum(i * i for i, _ in points)
-    return math.exp(slope)
-
-
-def extend_acceptance(
-    per_position: Sequence[float], max_k: int, method: ExtrapolationMethod = "geometric"
-) -> tuple[list[float], Extrapolation]:
-    """The unconditional acceptance for positions 1..max_k, extrapolated past the measured ones by ``method``."""
-    rates = list(validate_acceptance(per_position))
-    measured = len(rates)
-    if max_k <= measured:
-        return rates[:max_k], Extrapolation("none", measured, None)
-    if method == "none":
-        return rates, Extrapolation("none", measured, None)
-    alpha = fit_geometric_alpha(rates)
-    tail = [rates[-1] * alpha**j for j in range(1, max_k - measured + 1)]
-    return rates + tail, Extrapolation("geometric", measured, alpha)
-
-
 def _gpu_line(k: int, cost_ratio: float, overhead: float) -> float:
     return 1.0 + k * cost_ratio + overhead
 
@@ -320,51 +236,3 @@ def measured_overhead(
     step_ms = mean_acceptance_length * speculative_step_per_token_ms
     excess = step_ms - target_step_ms - num_speculative_tokens * draft_step_ms
     return max(0.0, excess / target_step_ms)
-
-
-@dataclass(frozen=True)
-class SchedulePoint:
-    """Measured inputs at one batch size (concurrency level)."""
-
-    batch_size: int
-    per_position_acceptance: tuple[float, ...]
-    cost_ratio: float
-    overhead: float = 0.0
-
-
-def recommend_schedule(
-    points: Sequence[SchedulePoint], *, max_k: int = 8, extrapolation: ExtrapolationMethod = "geometric"
-) -> list[tuple[int, int, int]]:
-    """vLLM's ``num_speculative_tokens_per_batch_size``: ``[(start, end, K), ...]`` with inclusive ranges.
-
-    Each measured batch size's recommended K holds from that batch size up to the next measured one; the
-    first range starts at 1 (vLLM requires it) and vLLM carries the last K past the last range. Adjacent
-    ranges with the same K are merged. K = 0 in a range means no speculation at those batch sizes.
-    """
-    if not points:
-        raise UserError("a per-batch-size schedule needs measurements at one or more batch sizes")
-    ordered = sorted(points, key=lambda p: p.batch_size)
-    sizes = [p.batch_size for p in ordered]
-    if len(set(sizes)) != len(sizes) or sizes[0] < 1:
-        raise UserError(f"batch sizes must be distinct and >= 1, got {sizes}")
-    ks = [
-        recommend(p.per_position_acceptance, p.cost_ratio, max_k=max_k, overhead=p.overhead,
-                  extrapolation=extrapolation).recommended_k
-        for p in ordered
-    ]
-    return schedule_ranges(list(zip(sizes, ks)))
-
-
-def schedule_ranges(ks: Sequence[tuple[int, int]], last: int | None = None) -> list[tuple[int, int, int]]:
-    """``[(start, end, K), ...]`` from ``(batch size, K)`` pairs in increasing batch size: each K holds from its
-    batch size up to the next one, the first from 1, the last up to ``last`` (default: its own batch size);
-    adjacent ranges with the same K are merged."""
-    schedule: list[tuple[int, int, int]] = []
-    for i, (size, k) in enumerate(ks):
-        start = 1 if i == 0 else size
-        end = ks[i + 1][0] - 1 if i + 1 < len(ks) else (last or size)
-        if schedule and schedule[-1][2] == k:
-            schedule[-1] = (schedule[-1][0], end, k)
-        else:
-            schedule.append((start, end, k))
-    return schedule
