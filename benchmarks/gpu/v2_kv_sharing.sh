@@ -7,7 +7,8 @@
 # PYTHON: the interpreter of the vLLM to test (0.31.0-0.33.0; its install is patched and reverted in place, so use
 # a throwaway one); PAIR_DIR: the folder holding target/ and draft/ (specdraft.testbed.build_tiny_pair, e.g.
 # ~/.cache/specdraft/tiny/tiny-gemma4-c47b23e9ebff, carried). Run from the repository root; one engine per line of
-# OUT (default v2_kv_sharing.jsonl). Expected, from the sources:
+# OUT (default v2_kv_sharing.jsonl); SPECDRAFT_PYTHON: an interpreter with specdraft's needs (libcst, pydantic;
+# default python3). Expected, from the sources:
 #   v2-hybrid-on            ok, draft tokens accepted, no hotfix (V2's drafter takes several KV cache groups)
 #   v1-hybrid-on            AssertionError: All drafting layers should belong to the same kv cache group
 #   v2-flag-unpatched       ValueError: All attention layers in the same KV cache group must have the same window size.
@@ -17,7 +18,7 @@
 set -u
 PY=$1 PAIR=$2 OUT=${3:-v2_kv_sharing.jsonl}
 : > "$OUT"
-patch() { PYTHONPATH=$PWD python3 -m specdraft patch "$@" --python "$(command -v "$PY" || echo "$PY")" >&2; }
+patch() { PYTHONPATH=$PWD "${SPECDRAFT_PYTHON:-python3}" -m specdraft patch "$@" --python "$(command -v "$PY" || echo "$PY")" >&2; }
 
 engine() {  # engine NAME RUNNER(0|1) DISABLE_HYBRID(true|false) [DRAFT(true|false)]
   local draft=null
