@@ -7,7 +7,7 @@
 # PYTHON: the interpreter of the vLLM to test (0.31.0-0.33.0; its install is patched and reverted in place, so use
 # a throwaway one); PAIR_DIR: the folder holding target/ and draft/ (specdraft.testbed.build_tiny_pair, e.g.
 # ~/.cache/specdraft/tiny/tiny-gemma4-c47b23e9ebff, carried). Run from the repository root; one engine per line of
-# OUT (default v2_kv_sharing.jsonl); SPECDRAFT_PYTHON: an interpreter with specdraft's needs (libcst, pydantic;
+# OUT (default v2_kv_sharing.jsonl; each engine's stderr beside it, OUT-STATE.log); SPECDRAFT_PYTHON: an interpreter with specdraft's needs (libcst, pydantic;
 # default python3). Expected, from the sources:
 #   v2-hybrid-on            ok, draft tokens accepted, no hotfix (V2's drafter takes several KV cache groups)
 #   v1-hybrid-on            AssertionError: All drafting layers should belong to the same kv cache group
@@ -27,7 +27,7 @@ engine() {  # engine NAME RUNNER(0|1) DISABLE_HYBRID(true|false) [DRAFT(true|fal
     \"prompts\": [[2, 10, 11, 12], [2, 105, 365, 107, 475, 438, 106, 107, 105, 369, 107], [2, 300, 301, 302, 303]],
     \"max_tokens\": 16, \"kv_cache_layout\": true}"
   local line
-  line=$(VLLM_USE_V2_MODEL_RUNNER=$2 timeout 900 "$PY" tests/e2e/engine_run.py "$spec" 2>"$1.log" | grep '^RESULT ' | tail -1)
+  line=$(VLLM_USE_V2_MODEL_RUNNER=$2 timeout 900 "$PY" tests/e2e/engine_run.py "$spec" 2>"${OUT%.jsonl}-$1.log" | grep '^RESULT ' | tail -1)
   echo "{\"state\": \"$1\", \"runner_env\": \"$2\", \"result\": ${line#RESULT }}" >> "$OUT"
   echo "$1: ${line:0:300}"
 }
