@@ -7,8 +7,8 @@
 # PYTHON: the interpreter of the vLLM to test (0.31.0-0.33.0; its install is patched and reverted in place, so use
 # a throwaway one); PAIR_DIR: the folder holding target/ and draft/ (specdraft.testbed.build_tiny_pair, e.g.
 # ~/.cache/specdraft/tiny/tiny-gemma4-c47b23e9ebff, carried). Run from the repository root; one engine per line of
-# OUT (default v2_kv_sharing.jsonl; each engine's stderr beside it, OUT-STATE.log); SPECDRAFT_PYTHON: an interpreter with specdraft's needs (libcst, pydantic;
-# default python3). Expected, from the sources:
+# OUT (default v2_kv_sharing.jsonl; each engine's stderr beside it, OUT-STATE.log); SPECDRAFT_PYTHON: an
+# interpreter with specdraft's needs (libcst, pydantic; default python3). Expected, from the sources:
 #   v2-hybrid-on            ok, draft tokens accepted, no hotfix (V2's drafter takes several KV cache groups)
 #   v1-hybrid-on            AssertionError: All drafting layers should belong to the same kv cache group
 #   v2-flag-unpatched       ValueError: All attention layers in the same KV cache group must have the same window size.
