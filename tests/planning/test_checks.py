@@ -93,7 +93,7 @@ def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts
     finding = check_kv_cache_manager(facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it"), disabled=False)
     assert finding.level == "error"
     assert finding.message.startswith("the draft shares KV across 20 layers and sliding windows differ (target 1024, "
-                                      "draft 512): with the hybrid KV cache manager on, vLLM refuses the pair")
+                                      "draft 512): with the hybrid KV cache manager on, vLLM refuses the pair on the V1 model runner")
 
 
 def test_drifted_hotfix_is_an_error_naming_the_version():

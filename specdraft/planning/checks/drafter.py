@@ -9,7 +9,8 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Trait
-from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, needs_hybrid_manager_disabled
+from specdraft.planning.decisions.hybrid_kv import (HYBRID_FLAG, V2_TAKES_SEVERAL_GROUPS, kv_cache_groups_apart,
+                                                    needs_hybrid_manager_disabled)
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed
 from specdraft.planning.decisions.speculative_method import resolved_method
 from specdraft.planning.facts.moe_layout import is_moe_target
@@ -65,15 +66,20 @@ def check_draft_tensor_parallel(speculative: SpeculativeConfig, tensor_parallel_
     return Finding.ok("draft-tensor-parallel", f"draft {draft_tp}, target {tensor_parallel_size}")
 
 
-def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disabled: bool) -> Finding:
-    why = needs_hybrid_manager_disabled(target, draft)
+def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disabled: bool,
+                           runner: str | None = None) -> Finding:
+    """Whether the command's KV cache manager suits the pair on ``runner`` (None: not known, taken as V1)."""
+    why = needs_hybrid_manager_disabled(target, draft, runner)
     if why and not disabled:
         return Finding(level="error", check="hybrid-kv-cache",
-                       message=f"{why}: with the hybrid KV cache manager on, vLLM refuses the pair "
-                               "('All drafting layers should belong to the same kv cache group')",
+                       message=f"{why}: with the hybrid KV cache manager on, vLLM refuses the pair on the V1 model "
+                               "runner ('All drafting layers should belong to the same kv cache group')",
                        hint=f"keep {HYBRID_FLAG} in the plan")
     if why:
         return Finding.ok("hybrid-kv-cache", f"{why}: {HYBRID_FLAG} is set")
+    apart = kv_cache_groups_apart(target, draft)
+    if apart:
+        return Finding.ok("hybrid-kv-cache", f"{apart}: {V2_TAKES_SEVERAL_GROUPS}")
     return Finding.ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
 
 

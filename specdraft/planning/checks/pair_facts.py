@@ -29,6 +29,9 @@ class PairFacts(BaseModel):
     target_quantization: str | None
     """The value of ``--quantization`` the plan passes (None: not passed)."""
     hybrid_kv_cache_manager_disabled: bool
+    model_runner: str | None = None
+    """The runner the server starts on (``v1``, ``v2``; None: not known), whose drafter decides whether a draft may
+    span several KV cache groups."""
     hotfix_mode: HotfixMode
     vllm: VllmFacts
     template_path: Path | None = None

@@ -46,7 +46,8 @@ class Decisions(BaseModel):
     no_speculation: str | None = None
     """Why the plan serves the target alone; None when it speculates."""
     hybrid_kv_reason: str | None
-    """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on."""
+    """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on (on Model Runner V2 it
+    always stays on: its drafter takes several KV cache groups)."""
     memory: MemoryChoice
     kv_cache: KVCacheChoice
     """``--kv-cache-dtype`` and ``--attention-backend``: the one place both are decided."""
@@ -142,7 +143,8 @@ def decide(facts: LaunchFacts) -> Decisions:
         speculative, draft = None, None  # the k_schedule stays: its levels are the evidence
         parallel = choose_parallel(request, facts.model_copy(update={"draft": None}))
     method = speculative.resolved_method if speculative is not None else NO_SPECULATION
-    hybrid = hybrid_kv_reason(target, draft)
+    runner = k_schedule.model_runner.runner if k_schedule.model_runner is not None else None
+    hybrid = hybrid_kv_reason(target, draft, runner)
 
     def memory_at(kv_cache_dtype: str) -> MemoryChoice:
         return choose_memory(request, target, draft, hybrid_kv_cache_manager=hybrid is None, parallel=parallel,

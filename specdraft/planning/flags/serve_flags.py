@@ -123,7 +123,8 @@ def prefix_caching(facts: LaunchFacts, decided: Decisions) -> ServeFlag:
 def hybrid_kv_cache_manager(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
     if not decided.hybrid_kv_reason:
         return None
-    return ServeFlag(name=HYBRID_FLAG, reason=f"{decided.hybrid_kv_reason}; the hybrid manager refuses such a pair")
+    return ServeFlag(name=HYBRID_FLAG, reason=f"{decided.hybrid_kv_reason}; with the hybrid manager on, the V1 model "
+                                              "runner's drafter refuses such a pair")
 
 
 def language_model_only(facts: LaunchFacts, decided: Decisions) -> ServeFlag | None:
