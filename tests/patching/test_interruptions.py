@@ -56,13 +56,32 @@ def _start(action: str, root: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+def _wait_until_it_holds_open(run: subprocess.Popen, directory: Path, timeout_s: float = 120) -> None:
+    """Wait until ``run`` has opened ``directory`` (the lock it then waits on): it is inside the command, its signal
+    handling set up, before its first write. Polled instead of slept, so a loaded machine cannot send the signal
+    while the interpreter is still importing."""
+    fds, wanted = Path(f"/proc/{run.pid}/fd"), str(directory.resolve())
+    end, seen = time.monotonic() + timeout_s, 0
+    while time.monotonic() < end:
+        assert run.poll() is None, run.communicate()
+        try:
+            held = any(os.path.realpath(fd) == wanted for fd in fds.iterdir())
+        except OSError:  # a descriptor closed while it was read
+            held = False
+        seen = seen + 1 if held else 0
+        if seen == 4:  # held across 150 ms: the lock's wait, not a directory listing's brief open
+            return
+        time.sleep(0.05)
+    run.kill()
+    raise AssertionError(f"{run.args} did not reach the lock on {directory} in {timeout_s:g} s")
+
+
 def _signal_while_it_waits_for_the_lock(action: str, root: Path, number: int) -> subprocess.CompletedProcess:
     gate = os.open(root / "vllm", os.O_RDONLY)
     fcntl.flock(gate, fcntl.LOCK_EX)
     try:
         run = _start(action, root)
-        time.sleep(3)  # imported and waiting for the lock: inside the command, before its first write
-        assert run.poll() is None, run.communicate()
+        _wait_until_it_holds_open(run, root / "vllm")
         run.send_signal(number)
         out, err = run.communicate(timeout=60)
     finally:
