@@ -2,8 +2,8 @@
 
 vLLM's hybrid manager puts every drafting layer in one KV cache group; a draft that shares KV across layers, or
 whose sliding window differs from the target's, breaks that ("All drafting layers should belong to the same kv
-cache group"), so the pair needs the manager off. The decision is made here once; the flag rule renders it and the
-pair check (``check_kv_cache_manager``) judges the command against the same rule.
+cache group"), so the pair needs the manager off. The decision is made here once (``Decisions.hybrid_kv_reason``);
+the flag rule renders it and the pair check (``check_kv_cache_manager``) judges the command against it.
 """
 
 from __future__ import annotations
