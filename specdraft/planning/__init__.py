@@ -13,7 +13,7 @@ from specdraft.planning.decisions.async_scheduling import AsyncSchedulingDecisio
 from specdraft.checkpoints import Checkpoint, Quantization, inspect_checkpoint
 from specdraft.families import LayerKV
 from specdraft.planning.checks.pair import PairFacts, check_pair
-from specdraft.planning.decisions.hybrid_kv import needs_hybrid_manager_disabled
+from specdraft.planning.decisions.hybrid_kv import hybrid_kv_reason
 from specdraft.planning.decisions.decide import Decisions, decide
 from specdraft.planning.facts.launch_facts import API_KEY_VARIABLE, LaunchFacts, gather_facts
 from specdraft.planning.flags.serve_flags import SERVE_FLAG_RULES, FlagRule, serve_flags
@@ -38,6 +38,6 @@ __all__ = [
     "PairFacts", "Quantization", "SERVE_FLAG_RULES", "ServeFlag", "ServePlan", "SpeculativeConfig", "TemplateChoice",
     "VllmArguments", "VllmFacts", "build_launch_plan", "check_pair", "decide", "decide_async_scheduling",
     "describe_validation_error", "gather_facts", "gather_vllm_facts", "inspect_checkpoint", "kv_shape",
-    "multimodal_verdict", "needs_hybrid_manager_disabled", "plan_memory", "read_vllm_arguments", "serve_flags",
+    "multimodal_verdict", "hybrid_kv_reason", "plan_memory", "read_vllm_arguments", "serve_flags",
     "worst_level", "METHODS", "acceptance_for", "measured_size",
 ]

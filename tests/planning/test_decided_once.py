@@ -1,6 +1,6 @@
 """Each decision is made once: its function is called from one place in the package, and the names that compute
-K, the KV dtype, the attention backend and the MoE backend are used only by their decision's modules (flags and
-checks read the ``Decisions`` object instead)."""
+K, the KV dtype, the attention backend, the MoE backend, the method vLLM runs and the hybrid KV rule are used only
+by their decision's modules (flags and checks read the ``Decisions`` object instead)."""
 
 import ast
 from pathlib import Path
@@ -34,6 +34,8 @@ VALUES = {
     "attention backend": ({"attention_backends", "kv_cache"},
                           {"predict_backends", "observed_backends", "reported_failure", "attention_backend_table"}),
     "MoE backend": ({"moe_backend"}, {"choose_moe_backend", "moe_backend_support", "moe_backend_table"}),
+    "method": ({"speculative_method"}, {"resolve_method"}),
+    "hybrid KV": ({"hybrid_kv"}, {"needs_hybrid_manager_disabled"}),
 }
 """Per decided value: the ``decisions/`` modules that decide it, and the names that compute it (its functions
 and the table it decides by). ``decisions/decide.py`` gathers every decision and may call any of them."""
@@ -108,7 +110,7 @@ def test_each_decision_function_is_called_from_one_place():
     assert decided_twice(PACKAGE, DECIDED_BY) == {}
 
 
-def test_k_kv_dtype_and_backends_are_computed_only_by_their_decision():
+def test_k_kv_dtype_backends_method_and_hybrid_kv_are_computed_only_by_their_decision():
     assert used_outside_owners(PACKAGE, VALUES) == set()
 
 
@@ -143,3 +145,24 @@ def test_a_flag_that_predicts_the_backend_itself_is_reported(tmp_path):
     values = {"attention backend": ({"attention_backends", "kv_cache"}, {"predict_backends"})}
     assert used_outside_owners(root, values) == {
         ("attention backend", "planning/flags/serve_flags.py", "predict_backends")}
+
+
+def test_a_check_that_resolves_the_method_or_the_hybrid_kv_rule_itself_is_reported(tmp_path):
+    root = _synthetic_package(tmp_path, {
+        f"{DECISIONS}/speculative_method.py": "def resolve_method(method, draft):\n    return method\n",
+        f"{DECISIONS}/hybrid_kv.py": "def needs_hybrid_manager_disabled(target, draft):\n    return None\n",
+        f"{DECISIONS}/decide.py": "from specdraft.planning.decisions.speculative_method import resolve_method\n",
+        "planning/checks/drafter.py":
+            "from specdraft.planning.decisions.hybrid_kv import needs_hybrid_manager_disabled\n"
+            "from specdraft.planning.decisions import speculative_method\n\n\n"
+            "def check_measured_loss(target, speculative, draft):\n"
+            "    return speculative_method.resolve_method(speculative.method, draft) == 'draft_model'\n\n\n"
+            "def check_kv_cache_manager(target, draft, disabled):\n"
+            "    return needs_hybrid_manager_disabled(target, draft) and not disabled\n",
+        "planning/checks/reads_decisions.py": "def check(facts, decided):\n"
+                                               "    return decided.method, decided.hybrid_kv_reason\n",
+    })
+    values = {name: VALUES[name] for name in ("method", "hybrid KV")}
+    assert used_outside_owners(root, values) == {
+        ("method", "planning/checks/drafter.py", "resolve_method"),
+        ("hybrid KV", "planning/checks/drafter.py", "needs_hybrid_manager_disabled")}

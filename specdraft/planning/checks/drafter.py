@@ -9,10 +9,8 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Trait
-from specdraft.planning.decisions.hybrid_kv import (HYBRID_FLAG, V2_TAKES_SEVERAL_GROUPS, kv_cache_groups_apart,
-                                                    needs_hybrid_manager_disabled)
+from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, V2_TAKES_SEVERAL_GROUPS, kv_cache_groups_apart
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed
-from specdraft.planning.decisions.speculative_method import resolved_method
 from specdraft.planning.facts.moe_layout import is_moe_target
 from specdraft.planning.facts.vllm_install import VllmFacts
 from specdraft.planning.knowledge.release_support import first_release, release_support
@@ -66,10 +64,11 @@ def check_draft_tensor_parallel(speculative: SpeculativeConfig, tensor_parallel_
     return Finding.ok("draft-tensor-parallel", f"draft {draft_tp}, target {tensor_parallel_size}")
 
 
-def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disabled: bool,
-                           runner: str | None = None) -> Finding:
-    """Whether the command's KV cache manager suits the pair on ``runner`` (None: not known, taken as V1)."""
-    why = needs_hybrid_manager_disabled(target, draft, runner)
+def check_kv_cache_manager(why: str | None, disabled: bool, target: Checkpoint | None = None,
+                           draft: Checkpoint | None = None) -> Finding:
+    """The command against the hybrid KV decision: ``why`` is ``Decisions.hybrid_kv_reason`` (None: the pair can
+    keep the hybrid manager), ``disabled`` whether the command turns the manager off; the pair's own KV layout
+    says why a draft whose layers span several groups may keep it (Model Runner V2)."""
     if why and not disabled:
         return Finding(level="error", check="hybrid-kv-cache",
                        message=f"{why}: with the hybrid KV cache manager on, vLLM refuses the pair on the V1 model "
@@ -77,7 +76,7 @@ def check_kv_cache_manager(target: Checkpoint, draft: Checkpoint | None, disable
                        hint=f"keep {HYBRID_FLAG} in the plan")
     if why:
         return Finding.ok("hybrid-kv-cache", f"{why}: {HYBRID_FLAG} is set")
-    apart = kv_cache_groups_apart(target, draft)
+    apart = kv_cache_groups_apart(target, draft) if target is not None else None
     if apart:
         return Finding.ok("hybrid-kv-cache", f"{apart}: {V2_TAKES_SEVERAL_GROUPS}")
     return Finding.ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
@@ -88,15 +87,16 @@ def _serves_assistant(support, model_type: str | None) -> bool:
                                                      or model_type in support.gemma4_assistant_model_types)
 
 
-def suggest_mtp_assistant(target: Checkpoint, speculative: SpeculativeConfig,
-                          draft: Checkpoint | None, version: str | None = None) -> Finding | None:
-    """A tip, not a verdict (None when it does not apply): a draft model beside a target that has a published
-    MTP assistant, which measured ~2x faster (docs/gpu/README.md: H100, vLLM 0.26.0, the 31B, forced acceptance).
+def suggest_mtp_assistant(target: Checkpoint, method: str, draft: Checkpoint | None,
+                          version: str | None = None) -> Finding | None:
+    """A tip, not a verdict (None when it does not apply): a draft model (``method``, the decided one that vLLM
+    runs) beside a target that has a published MTP assistant, which measured ~2x faster (docs/gpu/README.md: H100,
+    vLLM 0.26.0, the 31B, forced acceptance).
     Where the serving release (``version``) is known and refuses that assistant (method mtp or its model type), the
     tip names the first release that serves it, or is not given when none does."""
     if draft is None or not draft.is_known or draft.is_assistant:
         return None
-    if resolved_method(speculative.method, draft) != "draft_model":
+    if method != "draft_model":
         return None
     assistant = published_assistant_facts(target)
     if assistant is None:
@@ -129,16 +129,17 @@ _TENSOR_PARALLEL_LOSS = ("a draft model beside a tensor-parallel target decoded 
                          "3.45x at K = 8 on the same machine")
 
 
-def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
-                        profile: str | None, tensor_parallel_size: int = 1) -> Finding | None:
-    """A warning where the pairing was measured slower than its target alone (None: not measured to lose).
+def check_measured_loss(target: Checkpoint, method: str, draft: Checkpoint | None, profile: str | None,
+                        tensor_parallel_size: int = 1) -> Finding | None:
+    """A warning where the pairing (``method``, the decided one that vLLM runs) was measured slower than its target
+    alone (None: not measured to lose).
 
     Two measurements on Hopper GPUs with vLLM 0.26.0 (docs/gpu/README.md): an E2B-shaped draft beside the
     26B-A4B-shaped MoE target lost at every K from 1 to 8 on an H200 (section 6; the MTP assistant won, 1.67x at
     K = 4), and beside the 31B-shaped target at tensor parallel size 2 on two H100s it lost at K = 3 (section 8;
     the MTP assistant won, 3.45x at K = 8).
     """
-    if profile not in ("h100", "h200") or resolved_method(speculative.method, draft) != "draft_model":
+    if profile not in ("h100", "h200") or method != "draft_model":
         return None
     if draft is None or draft.is_assistant:
         return None
@@ -157,10 +158,10 @@ def check_measured_loss(target: Checkpoint, speculative: SpeculativeConfig, draf
                               "--method none"))
 
 
-def check_multimodal_target(target: Checkpoint, speculative: SpeculativeConfig, draft: Checkpoint | None,
-                            vllm: VllmFacts, language_model_only: bool = False) -> Finding:
-    is_draft_model = resolved_method(speculative.method, draft) == "draft_model"
-    if not is_draft_model or not target.is_known or not target.is_multimodal:
+def check_multimodal_target(target: Checkpoint, method: str, vllm: VllmFacts,
+                            language_model_only: bool = False) -> Finding:
+    """Whether the serving vLLM's draft_model proposer takes a multimodal target (``method``: the decided one)."""
+    if method != "draft_model" or not target.is_known or not target.is_multimodal:
         reason = "target is text-only" if target.is_known and not target.is_multimodal else "not a draft_model pairing"
         return Finding.ok("multimodal-target", reason if target.is_known else "target unknown")
     architecture = ", ".join(target.architectures) or "vision/audio config present"

@@ -38,10 +38,10 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     # without speculation there is no proposer to check: the method, draft and pairing checks have nothing to judge
     if speculative is not None:
         findings.append(check_method(speculative, draft))
-        tip = suggest_mtp_assistant(facts.target, speculative, draft, facts.vllm.version)
+        tip = suggest_mtp_assistant(facts.target, facts.method, draft, facts.vllm.version)
         if tip is not None:
             findings.append(tip)
-        loss = check_measured_loss(facts.target, speculative, draft, facts.profile, facts.tensor_parallel_size)
+        loss = check_measured_loss(facts.target, facts.method, draft, facts.profile, facts.tensor_parallel_size)
         if loss is not None:
             findings.append(loss)
     if draft is not None and draft.is_known and facts.target.is_known:
@@ -49,12 +49,11 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     if speculative is not None:
         findings.append(check_draft_tensor_parallel(speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
-    findings.append(check_kv_cache_manager(facts.target, draft, facts.hybrid_kv_cache_manager_disabled,
-                                           facts.model_runner))
+    findings.append(check_kv_cache_manager(facts.hybrid_kv_reason, facts.hybrid_kv_cache_manager_disabled,
+                                           facts.target, draft))
     findings.append(check_hotfixes(facts.traits, facts.vllm, facts.hotfix_mode))
     if speculative is not None:
-        findings.append(check_multimodal_target(facts.target, speculative, draft, facts.vllm,
-                                                facts.language_model_only))
+        findings.append(check_multimodal_target(facts.target, facts.method, facts.vllm, facts.language_model_only))
     findings += check_quantization(facts.target, draft, facts.target_quantization,
                                    speculative.quantization if speculative is not None else None,
                                    facts.compute_capability)

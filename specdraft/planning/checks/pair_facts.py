@@ -24,14 +24,16 @@ class PairFacts(BaseModel):
     draft: Checkpoint | None
     speculative: SpeculativeConfig | None
     """The config the command passes; None: the target alone (no drafter, so no pairing checks)."""
+    method: str
+    """The method the server runs (``Decisions.method``): the config's as vLLM resolves it, ``none`` without one."""
     tensor_parallel_size: int
     max_model_len: int
     target_quantization: str | None
     """The value of ``--quantization`` the plan passes (None: not passed)."""
+    hybrid_kv_reason: str | None
+    """Why the pair needs the hybrid KV cache manager off (``Decisions.hybrid_kv_reason``; None: it does not)."""
     hybrid_kv_cache_manager_disabled: bool
-    model_runner: str | None = None
-    """The runner the server starts on (``v1``, ``v2``; None: not known), whose drafter decides whether a draft may
-    span several KV cache groups."""
+    """Whether the command turns the hybrid KV cache manager off."""
     hotfix_mode: HotfixMode
     vllm: VllmFacts
     template_path: Path | None = None

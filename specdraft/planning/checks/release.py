@@ -29,14 +29,10 @@ def _text(config: Mapping) -> Mapping:
     return config.get("text_config") or config
 
 
-def _ok(check: str, message: str) -> Finding:
-    return Finding(level="ok", check=check, message=message)
-
-
 def check_family(role: str, ref: str, config: Mapping, family: str | None, known: Iterable[str]) -> Finding:
     """A checkpoint whose family specdraft does not know gets no plan: its flags would be another family's."""
     if family is not None:
-        return _ok(f"{role}-family", f"{role} {ref} is {family}")
+        return Finding.ok(f"{role}-family", f"{role} {ref} is {family}")
     model_type = config.get("model_type") or _text(config).get("model_type") or "without a model_type"
     architectures = ", ".join(config.get("architectures") or ()) or "no architectures"
     return Finding(level="error", check=f"{role}-family",
@@ -60,7 +56,7 @@ def check_assistant_target(target_ref: str, target: Mapping, assistant_ref: str,
                                + "; ".join(differences),
                        hint="use the assistant published beside the target (same size), e.g. "
                             "google/gemma-4-31B-it-assistant for google/gemma-4-31B-it")
-    return _ok("assistant-target", f"{assistant_ref} fits {target_ref} (backbone width {width}, same KV shapes)")
+    return Finding.ok("assistant-target", f"{assistant_ref} fits {target_ref} (backbone width {width}, same KV shapes)")
 
 
 def check_release_method(method: str, draft_model_type: str | None, target_architectures: Iterable[str],
@@ -88,7 +84,7 @@ def check_release_method(method: str, draft_model_type: str | None, target_archi
         return Finding(level="error", check="release-support",
                        message=f"vLLM {version} has no {', '.join(missing)} model",
                        hint="use a later vLLM release")
-    return _ok("release-support", f"vLLM {version} has method {method} and the target's architecture")
+    return Finding.ok("release-support", f"vLLM {version} has method {method} and the target's architecture")
 
 
 def check_num_speculative_tokens(k: int, support: ReleaseSupport | None, version: str | None) -> Finding:
@@ -104,7 +100,7 @@ def check_num_speculative_tokens(k: int, support: ReleaseSupport | None, version
                                f"a decode step of K + 1 = {k + 1} ('No valid cudagraph sizes after rounding')",
                        hint=f"pass --num-speculative-tokens {min(k, ceiling - 1, 16)} (python -m specdraft tune "
                             "picks K for your pair)")
-    return _ok("num-speculative-tokens", f"K = {k}")
+    return Finding.ok("num-speculative-tokens", f"K = {k}")
 
 
 def check_context_room(max_model_len: int, k: int) -> Finding | None:
@@ -124,7 +120,7 @@ def check_kv_cache_dtype(dtype: str, support: ReleaseSupport | None, version: st
     choices = support.kv_cache_dtypes if support else tuple(dict.fromkeys(
         dtype for _, release in every_release() for dtype in release.kv_cache_dtypes))
     if dtype in choices:
-        return _ok("kv-cache-dtype", f"{dtype} is a choice of vLLM {version}" if support else dtype)
+        return Finding.ok("kv-cache-dtype", f"{dtype} is a choice of vLLM {version}" if support else dtype)
     where = f"vLLM {version}" if support else "any vLLM release 0.19.0-0.33.0"
     return Finding(level="error", check="kv-cache-dtype",
                    message=f"--kv-cache-dtype {dtype!r} is not a choice of {where} ({', '.join(choices)})",
@@ -146,8 +142,8 @@ def check_tensor_parallel(tensor_parallel_size: int, draft_tensor_parallel_size:
                             f"{size} (vLLM: 'Total number of attention heads must be divisible by tensor parallel "
                             "size')")
     if not problems:
-        return _ok("tensor-parallel", f"target {tensor_parallel_size}, draft {draft_tensor_parallel_size} "
-                                      f"on {gpus} GPU(s)")
+        return Finding.ok("tensor-parallel",
+                          f"target {tensor_parallel_size}, draft {draft_tensor_parallel_size} on {gpus} GPU(s)")
     fitting = [d for d in range(1, gpus + 1) if all(h % d == 0 for h in heads.values())]
     return Finding(level="error", check="tensor-parallel", message="; ".join(problems),
                    hint=f"pass --tensor-parallel-size {fitting[0]}" if len(fitting) == 1
@@ -159,7 +155,7 @@ def check_draft_size(target_ref: str, target_params: int | None, draft_ref: str,
     than its target is refused: the two were most likely given the wrong way round."""
     if not target_params or not draft_params or draft_params < target_params:
         ratio = f" ({draft_params / target_params:.0%} of the target)" if target_params and draft_params else ""
-        return _ok("draft-size", "draft smaller than target" + ratio)
+        return Finding.ok("draft-size", "draft smaller than target" + ratio)
     if draft_params > target_params:
         return Finding(level="error", check="draft-size",
                        message=f"draft {draft_ref} ({draft_params / 1e9:.2f}B parameters) is larger than target "

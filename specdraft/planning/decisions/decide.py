@@ -33,7 +33,7 @@ from specdraft.planning.decisions.parallelism import ParallelPlan, plan_parallel
 from specdraft.planning.request import LaunchRequest
 from specdraft.planning.decisions.k_choice import decide_k
 from specdraft.planning.decisions.speculative_method import (SpeculativeChoice, choose_method, choose_speculative,
-                                                   no_speculation_reason, resolved_method)
+                                                   no_speculation_reason, resolve_method)
 from specdraft.planning.facts.chat_template import TemplateChoice
 
 
@@ -106,7 +106,7 @@ def _speculate(facts: LaunchFacts, parallel: ParallelPlan) -> tuple[SpeculativeC
     decide one)."""
     request = facts.request
     method = choose_method(request, facts.draft, facts.ranking)
-    resolved = resolved_method(method[0], facts.draft)
+    resolved = resolve_method(method[0], facts.draft)
 
     def schedule(plan_k: int) -> KScheduleDecision:
         return decide_k_schedule(facts.load_test, max_num_seqs=request.max_num_seqs, version=facts.vllm.version,

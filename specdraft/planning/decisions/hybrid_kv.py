@@ -7,8 +7,8 @@ called by ``SpecDecodeBaseProposer.initialize_attn_backend`` in every release 0.
 the manager off. Model Runner V2's drafter builds attention for each KV cache group it has layers in
 (``DraftModelSpeculator.set_attn`` -> ``init_attn_backend`` in ``vllm/v1/worker/gpu``, every release whose V2 runs
 ``draft_model``: 0.31.0-0.33.0), so there the manager stays on, and the KV-sharing hotfixes, which mend the
-manager-off path only, are not needed. The decision is made here once; the flag rule renders it and the pair check
-(``check_kv_cache_manager``) judges the command against the same rule.
+manager-off path only, are not needed. The decision is made here once (``Decisions.hybrid_kv_reason``); the flag rule renders it and the
+pair check (``check_kv_cache_manager``) judges the command against it.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class SpeculativeChoice(BaseModel):
     method_reason: str
     """Why ``method`` was set; empty when it is left to vLLM's detection or was given."""
     resolved_method: str
-    """The method vLLM runs (``resolved_method``)."""
+    """The method vLLM runs (``resolve_method``)."""
     k_reason: str
     """Where K came from (``KChoice.reason``)."""
 
@@ -77,7 +77,7 @@ def choose_method(request: LaunchRequest, draft: Checkpoint | None,
     return _draft_method(request, draft)
 
 
-def resolved_method(method: str | None, draft: Checkpoint | None) -> str:
+def resolve_method(method: str | None, draft: Checkpoint | None) -> str:
     """The method vLLM runs for ``method`` (None: left to its detection): the configured one, else ``mtp`` for an
     MTP assistant, else ``draft_model``."""
     return method or ("mtp" if draft is not None and draft.is_assistant else "draft_model")
@@ -88,7 +88,7 @@ def choose_speculative(request: LaunchRequest, draft: Checkpoint | None, draft_t
     """``--speculative-config`` for ``method`` (``choose_method``'s value and reason) and K (``decide_k``): draft TP
     (the parallel plan's), quantization, revision and the draft-less methods' options."""
     configured, why = method
-    resolved = resolved_method(configured, draft)
+    resolved = resolve_method(configured, draft)
     uses_draft = resolved not in DRAFTLESS_METHODS and draft is not None
     config = SpeculativeConfig(
         method=configured,

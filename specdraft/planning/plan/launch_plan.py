@@ -113,11 +113,11 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
     template = decided.template
     return PairFacts(
         target=facts.target, draft=facts.draft,
-        speculative=decided.speculative.config if decided.speculative is not None else None,
+        speculative=decided.speculative.config if decided.speculative is not None else None, method=decided.method,
         tensor_parallel_size=decided.parallel.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
+        hybrid_kv_reason=decided.hybrid_kv_reason,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
-        model_runner=decided.k_schedule.model_runner.runner if decided.k_schedule.model_runner else None,
         hotfix_mode=facts.request.hotfixes,
         vllm=facts.vllm, template_path=template.path, template_variant=template.variant,
         template_findings=template.findings, template_note=template.note,
