@@ -10,8 +10,10 @@ Kinds of checkpoint:
 - ``e-series`` (E2B, E4B): per-layer input embeddings, the last ``num_kv_shared_layers`` layers
   read an earlier layer's KV cache, an audio tower;
 - ``moe`` (26B-A4B): a mixture-of-experts block in every layer;
-- ``large`` (12B, 31B): dense;
-- ``assistant``: an MTP drafter (``gemma4_assistant``) whose layers all read the target's KV cache.
+- ``large`` (12B, 31B): dense; the 12B is the "unified" model (``gemma4_unified``: patch and audio embedders, no
+  towers), whose text stack has the 31B's layer rules;
+- ``assistant``: an MTP drafter (``gemma4_assistant``, the 12B's ``gemma4_unified_assistant``) whose layers all
+  read the target's KV cache.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ ALWAYS_EXCLUDED = ("*lm_head*", "*vision_tower*", "*embed_vision*", "*audio_towe
 
 _SIZE_IN_NAME = re.compile(r"(?<![0-9a-z])(e2b|e4b|12b|26b-a4b|31b)(?![0-9a-z])")
 ASSISTANT_SUFFIX = "-assistant"
-_LAYER_FORMULA_MODEL_TYPES = (None, TEXT_MODEL_TYPE, "gemma4")
+# transformers' Gemma4UnifiedTextConfig builds the same decoder layers (modeling_gemma4_unified.py)
+_LAYER_FORMULA_MODEL_TYPES = (None, TEXT_MODEL_TYPE, "gemma4", "gemma4_unified_text", "gemma4_unified")
 
 
 class Gemma4(ModelFamily):
@@ -162,7 +165,11 @@ class Gemma4(ModelFamily):
 
     def kv_layers(self, config: Mapping) -> list[LayerKV]:
         # Full-attention layers use `global_head_dim` and, only with `attention_k_eq_v`,
-        # `num_global_key_value_heads`; an assistant's layers all read the target's cache.
+        # `num_global_key_value_heads`; an assistant's layers all read the target's cache. A k_eq_v layer
+        # still caches V beside K: vLLM loads k_proj into both slots of qkv_proj and builds a plain
+        # Attention of num_kv_heads (vllm 0.26.0 gemma4.py:408-410, 492-501, 522; the 12B's text stack
+        # is that Gemma4ForCausalLM, gemma4_unified.py:297-301), whose pages hold 2 x heads x head_size
+        # per token (v1/kv_cache_interface.py:204-218).
         text = text_config(config)
         count = int(text.get("num_hidden_layers") or 0)
         types = text.get("layer_types") or ["full_attention"] * count
@@ -181,7 +188,7 @@ class Gemma4(ModelFamily):
         ]
 
     def has_layer_formula(self, config: Mapping) -> bool:
-        """True when ``count_parameters`` knows this text stack (the 12B's unified stack it does not)."""
+        """True when ``count_parameters`` knows this text stack (Gemma 4's and the 12B's unified one)."""
         text = text_config(config)
         return text.get("model_type") in _LAYER_FORMULA_MODEL_TYPES and "layer_types" in text
 
@@ -209,6 +216,7 @@ class Gemma4(ModelFamily):
             per_layer_input = text["hidden_size_per_layer_input"]
             total += table + hidden * layers * per_layer_input + per_layer_input
             lookup_only += table  # one row per token is read, not the table
+        total += _assistant_head_params(config, hidden) if self.is_assistant(config) else 0
         unpicked = 0
         for index in range(layers):
             params, idle = _layer_params(text, index)
@@ -246,6 +254,14 @@ def per_layer_embedding_params(config: Mapping) -> int:
         return 0
     vocab = text.get("vocab_size_per_layer_input") or text.get("vocab_size") or 0
     return int(vocab) * int(text.get("num_hidden_layers") or 0) * int(per_layer_input)
+
+
+def _assistant_head_params(config: Mapping, hidden: int) -> int:
+    """An MTP assistant's projections to and from its target's width (pre: the target's embedding and hidden
+    state, concatenated), and its centroid head where it orders its vocabulary (``use_ordered_embeddings``)."""
+    backbone = config.get("backbone_hidden_size") or hidden
+    centroids = int(config.get("num_centroids") or 0) if config.get("use_ordered_embeddings") else 0
+    return 3 * backbone * hidden + centroids * hidden
 
 
 def _layer_params(text: Mapping, index: int) -> tuple[int, int]:

@@ -54,6 +54,7 @@ def test_a_config_of_another_family_is_not_gemma4():
     ("google/gemma-4-31B-it", "large", "large"),
     ("google/gemma-4-12B-it", "large", "large"),
     ("google/gemma-4-31B-it-assistant", "assistant", "large"),
+    ("google/gemma-4-12B-it-assistant", "assistant", "large"),
 ])
 def test_kind_and_template_variant(repo_id, kind, variant):
     assert (GEMMA4.kind(config(repo_id)), GEMMA4.template_variant(config(repo_id))) == (kind, variant)
@@ -82,13 +83,42 @@ def test_31b_full_layers_read_one_kv_head_of_the_global_head_size():
 
 
 @pytest.mark.parametrize("repo_id", ["google/gemma-4-E2B-it", "google/gemma-4-E4B-it", "google/gemma-4-26B-A4B-it",
-                                     "google/gemma-4-31B-it"])
+                                     "google/gemma-4-31B-it", "google/gemma-4-12B-it", "google/gemma-4-12B",
+                                     "google/gemma-4-E2B-it-assistant", "google/gemma-4-E4B-it-assistant",
+                                     "google/gemma-4-31B-it-assistant"])
 def test_parameter_formula_matches_what_transformers_instantiates(repo_id):
+    assert family_with_layer_formula(config(repo_id)) is GEMMA4
     assert GEMMA4.count_parameters(config(repo_id)).total == params(repo_id)["language_model_params"]
 
 
-def test_the_unified_12b_stack_has_no_parameter_formula():
-    assert family_with_layer_formula(config("google/gemma-4-12B-it")) is None
+def test_the_unified_12b_stack_adds_up_to_the_hub_total():
+    """The hub's safetensors total is the language model, the patch and audio embedders (what transformers
+    instantiates beyond it) and one layer_scalar buffer per decoder layer."""
+    twelve, counted = config("google/gemma-4-12B"), params("google/gemma-4-12B")
+    layers = twelve["text_config"]["num_hidden_layers"]
+    assert GEMMA4.count_parameters(twelve).total == counted["language_model_params"] == 11_907_350_272
+    assert counted["hf_params"] + layers == counted["hub_safetensors_total"] == 11_959_730_224
+
+
+def test_an_assistant_counts_its_projections_to_the_target_width():
+    """pre_projection (2 x backbone -> hidden) and post_projection (hidden -> backbone): the 12B's assistant, its
+    vocabulary unordered, has 3 x 3840 x 1024 beyond its decoder stack and tied head."""
+    assistant = config("google/gemma-4-12B-it-assistant")
+    bare = {key: value for key, value in assistant.items() if key != "model_type"}
+    assert GEMMA4.count_parameters(assistant).total - GEMMA4.count_parameters(bare).total == 3 * 3840 * 1024
+    assert GEMMA4.count_parameters(assistant).total == 422_856_960
+
+
+def test_12b_kv_cache_is_forty_sliding_layers_and_eight_one_head_full_layers():
+    """attention_k_eq_v full layers read one KV head of 512; vLLM caches K and V for it all the same."""
+    twelve = config("google/gemma-4-12B-it")
+    layers = GEMMA4.kv_layers(twelve)
+    shapes = [(layer.kind, layer.kv_heads, layer.head_dim, layer.shared) for layer in layers]
+    assert shapes == ([("sliding", 8, 256, False)] * 5 + [("full", 1, 512, False)]) * 8
+    per_layer = params("google/gemma-4-12B-it")["per_layer"]
+    for kind in ("full", "sliding"):
+        layer = next(layer for layer in layers if layer.kind == kind)
+        assert 2 * layer.kv_heads * layer.head_dim * 2 == per_layer[kind][2]  # K and V, bf16
 
 
 def test_quantization_keeps_kv_shared_attention_and_towers_unquantized():
@@ -102,6 +132,8 @@ def test_quantization_keeps_kv_shared_attention_and_towers_unquantized():
     ("mikeytag/gemma-4-E2B-it-NVFP4", "google/gemma-4-E2B-it"),
     ("someone/Gemma-4-26B-A4B-it-FP8", "google/gemma-4-26B-A4B-it"),
     ("google/gemma-4-31B-it-assistant", "google/gemma-4-31B-it-assistant"),
+    ("google/gemma-4-12B", "google/gemma-4-12B-it"),
+    ("google/gemma-4-12B-it-assistant", "google/gemma-4-12B-it-assistant"),
     ("someone/gemma-4-131B-it", None),
     ("meta-llama/Llama-3.1-8B", None),
 ])

@@ -44,6 +44,11 @@ def test_the_facts_are_in_the_source_text(release, version):
     assert ('"gemma4_assistant"' in speculative) == bool(facts.gemma4_assistant_model_types)
     registry = (package / "model_executor" / "models" / "registry.py").read_text()
     assert ('"Gemma4MTPModel"' in registry) == ("Gemma4MTPModel" in facts.gemma4_architectures)
+    # the 12B: its model and its assistant's model type arrive together
+    assert ('"Gemma4UnifiedForConditionalGeneration"' in registry) == (
+        "Gemma4UnifiedForConditionalGeneration" in facts.gemma4_architectures)
+    assert ('"gemma4_unified_assistant"' in speculative) == (
+        "gemma4_unified_assistant" in facts.gemma4_assistant_model_types)
     cache = (package / "config" / "cache.py").read_text()
     assert all(f'"{dtype}"' in cache for dtype in facts.kv_cache_dtypes)
     assert "No valid cudagraph sizes after rounding" in (package / "config" / "compilation.py").read_text()

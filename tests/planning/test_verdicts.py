@@ -5,7 +5,7 @@ import pytest
 from specdraft.planning.knowledge.release_support import first_release, release_support
 from specdraft.planning.checks.release import (
     check_assistant_target, check_context_room, check_draft_size, check_family, check_kv_cache_dtype,
-    check_num_speculative_tokens, check_release_method, check_tensor_parallel,
+    check_num_speculative_tokens, check_release_architectures, check_release_method, check_tensor_parallel,
 )
 from tests.planning.conftest import shipped_config
 
@@ -58,6 +58,17 @@ def test_mtp_on_a_release_with_them_and_draft_model_everywhere_are_fine():
     assert check_release_method("draft_model", "gemma4", ["Gemma4ForCausalLM"], release_support("0.19.0"),
                                 "0.19.0").level == "ok"
     assert first_release(lambda r: "gemma4_unified_assistant" in r.gemma4_assistant_model_types) == "0.23.0"
+
+
+def test_a_target_the_release_has_no_model_for_is_an_error_naming_the_first_that_has():
+    unified = ["Gemma4UnifiedForConditionalGeneration"]
+    finding = check_release_architectures(unified, release_support("0.22.1"), "0.22.1")
+    assert finding.level == "error" and finding.hint == "pip install 'vllm>=0.23.0'"
+    assert "vLLM 0.22.1 has no Gemma4UnifiedForConditionalGeneration model" in finding.message
+    assert check_release_architectures(unified, release_support("0.23.0"), "0.23.0") is None
+    assert check_release_method("draft_model", "gemma4", unified, release_support("0.22.1"), "0.22.1").level == "error"
+    assert check_release_architectures(["Gemma4NextForCausalLM"], release_support("0.33.0"), "0.33.0").hint == \
+        "serve another target"
 
 
 def test_a_method_the_release_lacks_and_an_unknown_release():

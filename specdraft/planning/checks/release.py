@@ -79,12 +79,21 @@ def check_release_method(method: str, draft_model_type: str | None, target_archi
                                "(its SpeculativeConfig does not map that model type to gemma4_mtp)",
                        hint=(f"pip install 'vllm>={first}'" if first else "use another release")
                        + ", or a draft_model draft")
+    return check_release_architectures(target_architectures, support, version) or \
+        Finding.ok("release-support", f"vLLM {version} has method {method} and the target's architecture")
+
+
+def check_release_architectures(target_architectures: Iterable[str], support: ReleaseSupport,
+                                version: str | None) -> Finding | None:
+    """The target's Gemma 4 architectures are in the release's model registry (None: they are)."""
     missing = [a for a in target_architectures if a.startswith("Gemma4") and a not in support.gemma4_architectures]
-    if missing:
-        return Finding(level="error", check="release-support",
-                       message=f"vLLM {version} has no {', '.join(missing)} model",
-                       hint="use a later vLLM release")
-    return Finding.ok("release-support", f"vLLM {version} has method {method} and the target's architecture")
+    if not missing:
+        return None
+    first = first_release(lambda release: all(a in release.gemma4_architectures for a in missing))
+    return Finding(level="error", check="release-support",
+                   message=f"vLLM {version} has no {', '.join(missing)} model (not in its "
+                           "model_executor/models/registry.py), so it cannot serve this target",
+                   hint=f"pip install 'vllm>={first}'" if first else "serve another target")
 
 
 def check_num_speculative_tokens(k: int, support: ReleaseSupport | None, version: str | None) -> Finding:
@@ -192,6 +201,8 @@ def release_verdicts(target: Checkpoint, draft: Checkpoint | None, *, method: st
     if version is not None and method is not None:
         findings.append(check_release_method(method, draft.model_type if draft is not None else None,
                                              target.architectures, support, version))
+    elif support is not None:  # no speculation: the target alone must still be a model of the release
+        findings += [f for f in [check_release_architectures(target.architectures, support, version)] if f]
     if k is not None:
         findings.append(check_num_speculative_tokens(k, support, version))
         room = check_context_room(max_model_len, k)

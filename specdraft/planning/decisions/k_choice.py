@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from specdraft.checkpoints import Checkpoint
 from specdraft.families import DEFAULT_FAMILY, DefaultK, ModelFamily, rules_for
 from specdraft.planning.decisions.k_schedule import KScheduleDecision
-from specdraft.planning.facts.method_ranking import MethodRanking
+from specdraft.planning.facts.method_ranking import MethodRanking, measured_size, stand_in_note
 from specdraft.planning.knowledge.methods import DRAFTLESS_METHODS
 from specdraft.planning.request import LaunchRequest
 from specdraft.planning.knowledge.speculators import speculator_of
@@ -59,10 +59,13 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
     # the rows per target kind were measured with a draft model and an MTP assistant only
     kind = family.kind(target.config) if known and method in ("draft_model", "mtp") else None
     default = default_num_speculative_tokens(request.profile, method != "draft_model", kind, family)
+    # the default K was measured beside the family's measured sizes; another size takes it unmeasured
+    priced_by, size = measured_size(target) if known else (family, "")
+    unmeasured = f"; {stand_in_note(target.ref, priced_by)}" if size is None else ""
     if method in ("eagle3", "dflash", "dspark"):
         return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3, DFlash and DSpark drafters "
-                           "read the target's hidden states like it; not measured for them)")
-    return default.k, default.reason
+                           "read the target's hidden states like it; not measured for them)" + unmeasured)
+    return default.k, default.reason + unmeasured
 
 
 def decide_k(request: LaunchRequest, method: str, draft: Checkpoint | None, ranking: MethodRanking | None, *,

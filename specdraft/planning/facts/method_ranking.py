@@ -186,6 +186,13 @@ def _rank(candidate: Candidate, shape: str | None, profile: str, thinking: bool,
                         losing_speedup=round(losing.predicted_speedup, 3) if losing else None)
 
 
+def stand_in_note(target_ref: str, family: ModelFamily) -> str:
+    """What prices a target of a size the family's step costs were not measured beside, in words."""
+    sizes = [size.name for size in family.costs.sizes.values()]
+    return (f"step costs were measured beside {' and '.join(sizes)}; beside {target_ref} {size_name(None, family)}'s "
+            "are used, not measured (a cheaper target step makes every drafter relatively dearer)")
+
+
 def _notes(target: Checkpoint, shape: str | None, profile: str, version: str | None,
            support: ReleaseSupport | None, family: ModelFamily) -> list[str]:
     notes = []
@@ -194,11 +201,7 @@ def _notes(target: Checkpoint, shape: str | None, profile: str, version: str | N
         notes.append(f"the target step beside {size_name(shape, family)} was not measured on {profile}: host times "
                      "are taken over the target step each cost was measured beside, on another GPU")
     if shape is None:
-        sizes = [size.name for size in family.costs.sizes.values()]
-        stand_in = size_name(None, family)
-        notes.append(f"step costs were measured beside {' and '.join(sizes)}; beside "
-                     f"{target.ref} {stand_in}'s are used, not measured (a cheaper target step "
-                     "makes every drafter relatively dearer)")
+        notes.append(stand_in_note(target.ref, family))
     if support is None:
         notes.append(f"vLLM {version or '(version unknown)'} is not in specdraft's release table: methods were not "
                      "checked against it")
