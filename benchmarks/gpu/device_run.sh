@@ -33,11 +33,14 @@ publish() {
   tar -C "$S" -cJf "$O/logs.tar.xz" logs 2>/dev/null
 }
 
-bash "$TOOLS/install.sh" "" .device/stage2 || { log "INSTALL FAILED (a cold machine needs stage1 first)"; exit 3; }
-# MoE targets need vLLM's MoE ops, which the recipe's stage 2 strips; they travel alone (40 MiB, see docs/gpu/README.md)
-[ -f /tmp/site/vllm/_moe_C_stable_libtorch.abi3.so ] || [ ! -f /root/stash/_moe_C_stable_libtorch.abi3.so ] \
-  || cp /root/stash/_moe_C_stable_libtorch.abi3.so /tmp/site/vllm/
-[ -d /tmp/sdsite/libcst ] && [ -d /tmp/sdsite/compressed_tensors ] || "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/sdsite .device/whl/*.whl
+# STAGED_STACK=1: /tmp/site already holds a whole vLLM stack (realstack/call.sh lanes installed it), nothing to install
+if [ -z "${STAGED_STACK:-}" ]; then
+  bash "$TOOLS/install.sh" "" .device/stage2 || { log "INSTALL FAILED (a cold machine needs stage1 first)"; exit 3; }
+  # MoE targets need vLLM's MoE ops, which the recipe's stage 2 strips; they travel alone (40 MiB, see docs/gpu/README.md)
+  [ -f /tmp/site/vllm/_moe_C_stable_libtorch.abi3.so ] || [ ! -f /root/stash/_moe_C_stable_libtorch.abi3.so ] \
+    || cp /root/stash/_moe_C_stable_libtorch.abi3.so /tmp/site/vllm/
+  [ -d /tmp/sdsite/libcst ] && [ -d /tmp/sdsite/compressed_tensors ] || "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/sdsite .device/whl/*.whl
+fi
 mkdir -p /tmp/real && cp -r "$TOOLS/configs/." /tmp/real/
 [ -f "$S/gpu.txt" ] || {
   nvidia-smi -i "$GPU" --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$S/gpu.txt"
@@ -105,6 +108,17 @@ for job in "$@"; do
       } >> "$S/patch.log" 2>&1 || rc=$?
       tail -n 40 "$S/patch.log";;
     k0) run_sweep k0 "$left" --k 0 || rc=$?;;
+    # Model Runner V2 and KV sharing: the tiny pair's six engines of v2_kv_sharing.sh, on a throwaway copy of the
+    # installed vLLM (it patches and reverts in place; the other lanes' engines keep the shared install)
+    v2kv)
+      mkdir -p "$S/v2kv"
+      [ -d /tmp/tiny/draft ] || { "$PY" "$TOOLS/realstack/make_tiny.py" /tmp/tiny && "$PY" "$TOOLS/realstack/fix_ckpt.py" /tmp/tiny/draft; } \
+        > "$S/logs/v2kv-make.log" 2>&1
+      rm -rf /tmp/v2kv-site; mkdir -p /tmp/v2kv-site; cp -a /tmp/site/vllm /tmp/v2kv-site/
+      printf '#!/bin/sh\nPYTHONPATH=/tmp/v2kv-site:$PYTHONPATH exec %s "$@"\n' "$PY" > /tmp/v2kv-python; chmod +x /tmp/v2kv-python
+      SPECDRAFT_PYTHON=$PY timeout -k 10 "$left" bash "$TOOLS/v2_kv_sharing.sh" /tmp/v2kv-python /tmp/tiny \
+        "$S/v2kv/v2_kv_sharing.jsonl" > "$S/logs/v2kv.log" 2>&1 || rc=$?
+      cp "$S"/v2kv/* "$O/" 2>/dev/null; cat "$S/logs/v2kv.log";;
     k0_hybrid) run_sweep k0_hybrid "$left" --k 0 --hybrid-kv on || rc=$?;;
     # The E2B shape alone runs with the hybrid KV manager on (vLLM's default): with it off, unpatched vLLM 0.26
     # dies on the draft's own KV-shared layers (KeyError, the bug hotfix kv-sharing-uniform-specs fixes).

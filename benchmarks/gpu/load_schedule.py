@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from analyze import load  # noqa: E402  (beside this script)
 
 
-LOAD_JOBS = ("l0", "lm", "ld", "lx", "lv")
+LOAD_JOBS = ("l0", "lm", "ld", "lx", "lv", "lq")
 """The load jobs' tag prefixes (``lm85``: the ``lm`` job at alpha 0.85); rows of other jobs in a file are left out."""
 
 

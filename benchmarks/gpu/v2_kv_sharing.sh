@@ -18,7 +18,7 @@
 set -u
 PY=$1 PAIR=$2 OUT=${3:-v2_kv_sharing.jsonl}
 : > "$OUT"
-patch() { PYTHONPATH=$PWD "${SPECDRAFT_PYTHON:-python3}" -m specdraft patch "$@" --python "$(command -v "$PY" || echo "$PY")" >&2; }
+patch() { PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} "${SPECDRAFT_PYTHON:-python3}" -m specdraft patch "$@" --python "$(command -v "$PY" || echo "$PY")" >&2; }
 
 engine() {  # engine NAME RUNNER(0|1) DISABLE_HYBRID(true|false) [DRAFT(true|false)]
   local draft=null

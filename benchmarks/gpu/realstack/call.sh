@@ -3,6 +3,7 @@
 #   call.sh parts PART_DIR...            environment report + collect/unpack the stack parts (install_parts.sh)
 #   call.sh work DEADLINE_S SCENARIO...  (parts too, when the last one is carried) checks once, patch apply once,
 #                                        then served_real.py with the scenarios
+#   call.sh lanes DEADLINE_S "JOBS0" "JOBS1"...  jobs of ../jobs.txt (and v2kv) on the staged stack, a lane per GPU
 #   call.sh tiny DEADLINE_S              the tiny patched draft_model pair under compute-sanitizer memcheck
 # Output to files under $OUT (vLLM output never through a pipe). STACK: the carried parts' folder
 # (.device-gpu/stack, the 0.26.0 stack; build_newer_stage.sh's go to e.g. .device-gpu/stack-0.33.0).
@@ -19,29 +20,7 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false CUDA_DEVICE_ORDER=PCI_BUS
 SITE=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/sdsite:$PWD
 PY=$(command -v python3)
 T0=$(date +%s)
-case $MODE in
-parts)
-  if [ ! -f /root/stash/env.txt ]; then
-    mkdir -p /root/stash
-    { date -u; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
-      echo "nvcc: $(command -v nvcc) $(nvcc --version 2>&1 | tail -2 | tr '\n' ' ')"; echo "CUDA_HOME=${CUDA_HOME:-unset}"
-      echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>&1)"
-      python3 - <<'PY'
-import importlib.metadata as m
-for n in ["torch", "triton", "flashinfer-python", "flashinfer-cubin", "nvidia-cutlass-dsl", "quack-kernels",
-          "cuda-python", "cuda-bindings", "cuda-core", "protobuf", "ninja", "einops", "nvidia-cudnn-frontend",
-          "nvidia-ml-py", "apache-tvm-ffi", "tabulate", "click", "nvidia-cuda-nvdisasm", "cuda-tile",
-          "torch-c-dlpack-ext", "transformers", "numpy"]:
-    try: print(f"image has {n} {m.version(n)}")
-    except m.PackageNotFoundError: print(f"image lacks {n}")
-PY
-      echo "image packages:"; python3 -m pip list --format=freeze 2>/dev/null | tr '\n' ' '; echo
-    } > /root/stash/env.txt 2>&1
-  fi
-  cp /root/stash/env.txt "$O/env.txt"; cat /root/stash/env.txt
-  bash "$TOOLS/install_parts.sh" "$@"; echo "parts rc=$? in $(( $(date +%s) - T0 )) s";;
-work)
-  DEADLINE=$1; shift
+prepare() {  # install the carried stack (once per warm machine) and check that it imports and runs its kernels
   bash "$TOOLS/install_parts.sh" "$STACK"/p* || { echo "stack not installed"; exit 3; }
   if ! grep -q "checks rc=0" /tmp/site/.checks.txt 2>/dev/null; then
     PYTHONPATH=$SITE timeout 300 python3 - > /tmp/site/.checks.txt 2>&1 <<'PY'
@@ -68,6 +47,31 @@ PY
     ls -la ~/.cache/flashinfer 2>/dev/null | head -5 >> /tmp/site/.checks.txt
   fi
   cp /tmp/site/.checks.txt "$O/checks.txt"; cat /tmp/site/.checks.txt
+}
+case $MODE in
+parts)
+  if [ ! -f /root/stash/env.txt ]; then
+    mkdir -p /root/stash
+    { date -u; nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
+      echo "nvcc: $(command -v nvcc) $(nvcc --version 2>&1 | tail -2 | tr '\n' ' ')"; echo "CUDA_HOME=${CUDA_HOME:-unset}"
+      echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>&1)"
+      python3 - <<'PY'
+import importlib.metadata as m
+for n in ["torch", "triton", "flashinfer-python", "flashinfer-cubin", "nvidia-cutlass-dsl", "quack-kernels",
+          "cuda-python", "cuda-bindings", "cuda-core", "protobuf", "ninja", "einops", "nvidia-cudnn-frontend",
+          "nvidia-ml-py", "apache-tvm-ffi", "tabulate", "click", "nvidia-cuda-nvdisasm", "cuda-tile",
+          "torch-c-dlpack-ext", "transformers", "numpy"]:
+    try: print(f"image has {n} {m.version(n)}")
+    except m.PackageNotFoundError: print(f"image lacks {n}")
+PY
+      echo "image packages:"; python3 -m pip list --format=freeze 2>/dev/null | tr '\n' ' '; echo
+    } > /root/stash/env.txt 2>&1
+  fi
+  cp /root/stash/env.txt "$O/env.txt"; cat /root/stash/env.txt
+  bash "$TOOLS/install_parts.sh" "$@"; echo "parts rc=$? in $(( $(date +%s) - T0 )) s";;
+work)
+  DEADLINE=$1; shift
+  prepare || exit 3
   if [ ! -f /tmp/site/.specdraft_patched ]; then
     { echo "\$ specdraft patch apply"; PYTHONPATH=$SITE python3 -m specdraft patch apply --python "$PY"; a=$?; echo "rc=$a"
       [ $a -eq 0 ] && touch /tmp/site/.specdraft_patched
@@ -77,6 +81,11 @@ PY
   left=$(( DEADLINE - ($(date +%s) - T0) ))
   PYTHONPATH=$SITE python3 "$TOOLS/served_real.py" --out "$O" --deadline-s "$left" "$@" > "$O/driver.log" 2>&1
   echo "driver rc=$?"; grep -E "^ROW|not starting|deadline|driver done|profile" "$O/driver.log";;
+lanes)
+  # sweep.py jobs of jobs.txt (and v2kv) on the staged stack, one lane per GPU (lanes.sh, device_run.sh)
+  DEADLINE=$1; shift
+  prepare || exit 3
+  STAGED_STACK=1 OUT=$O bash "$TOOLS/../lanes.sh" $(( DEADLINE - ($(date +%s) - T0) )) "$@";;
 tiny)
   DEADLINE=$1; shift
   FINAL_O=$O; O=/tmp/tiny-out; rm -rf "$O"; mkdir -p "$O"
