@@ -8,13 +8,15 @@
 # a throwaway one); PAIR_DIR: the folder holding target/ and draft/ (specdraft.testbed.build_tiny_pair, e.g.
 # ~/.cache/specdraft/tiny/tiny-gemma4-c47b23e9ebff, carried). Run from the repository root; one engine per line of
 # OUT (default v2_kv_sharing.jsonl; each engine's stderr beside it, OUT-STATE.log); SPECDRAFT_PYTHON: an
-# interpreter with specdraft's needs (libcst, pydantic; default python3). Expected, from the sources:
-#   v2-hybrid-on            ok, draft tokens accepted, no hotfix (V2's drafter takes several KV cache groups)
+# interpreter with specdraft's needs (libcst, pydantic; default python3). Expected from the sources, and seen
+# on an H200 with vLLM 0.33.0 (benchmarks/gpu/raw/stack-0.33.0-h200x4/call1, lane 3):
+#   v2-hybrid-on            ok, speculates, no hotfix (V2's drafter takes several KV cache groups)
 #   v1-hybrid-on            AssertionError: All drafting layers should belong to the same kv cache group
 #   v2-flag-unpatched       ValueError: All attention layers in the same KV cache group must have the same window size.
-#   v2-flag-kv-uniform      KeyError: 'draft_model.model.layers.5.self_attn.attn' (vllm/v1/worker/gpu/attn_utils.py)
-#   v2-flag-both-kv         ok, draft tokens accepted (drafter-attention-groups-per-spec not applied: V1 code only)
-#   target-alone            ok (the tokens v2-hybrid-on is compared with)
+#   v2-flag-kv-uniform      KeyError: 'draft_model.model.layers.3.self_attn.attn', a KV-shared layer (vllm/v1/worker/gpu/attn_utils.py)
+#   v2-flag-both-kv         ok, speculates (drafter-attention-groups-per-spec not applied: V1 code only)
+#   target-alone            ok: the tokens both serving V2 engines give too (random tiny weights: no draft token
+#                           is accepted, so the speculative engines' output must equal this one's)
 set -u
 PY=$1 PAIR=$2 OUT=${3:-v2_kv_sharing.jsonl}
 : > "$OUT"

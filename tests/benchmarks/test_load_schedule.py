@@ -95,6 +95,32 @@ def test_launchs_v2_speed_below_the_largest_k_is_the_committed_cross_check():
     assert _geometric_mean([c["lookup_over_plain"] for c in levels if c["k"] == 8]) > 0.95
 
 
+def test_launchs_v2_scheduled_k_speed_is_the_committed_0_33_measurement():
+    """launch's V2_SCHEDULED_K_SPEED (vLLM 0.32.0 on, where V2 drafts only the scheduled K) is the geometric mean of
+    a schedule's rows over a plain engine of the K the schedule ran at that batch size, vLLM 0.33.0 on 4 x H200, in
+    docs/gpu/v0.33/load_31b.v2.schedule.json; launch's modelled schedule there matched the best plain fixed K of
+    every batch size (geometric mean) at both acceptances."""
+    from specdraft.planning.decisions.k_schedule import V2_SCHEDULED_K_SPEED
+
+    report = json.loads((REPO / "docs/gpu/v0.33/load_31b.v2.schedule.json").read_text())
+    assert report["runner"] == "v2"
+    ratios, launch_over_best = [], []
+    for levels in report["levels"].values():
+        for level, compared in levels.items():
+            paths = compared["paths"]
+            if not level.isdigit():
+                continue
+            for name, path in paths.items():
+                plain = paths.get(f"K={path['k']} plain engine")
+                if name.startswith("schedule") and plain:
+                    ratios.append(path["median"] / plain["median"])
+            best = max(p["median"] for name, p in paths.items() if name.endswith("plain engine"))
+            launch_over_best.append(paths["schedule (launch's default acceptance)"]["median"] / best)
+    assert len(ratios) == 11 and len(launch_over_best) == 12
+    assert round(_geometric_mean(ratios), 2) == V2_SCHEDULED_K_SPEED
+    assert _geometric_mean(launch_over_best) > 1.0
+
+
 def test_a_report_for_one_runner_leaves_the_other_runners_speculative_rows_out(rows, tmp_path):
     """V1 and V2 rows of one job are never pooled: the V2 report of V1 rows keeps only the target alone."""
     on_v2 = [dict(r, v2_model_runner=True) if r.get("method") else r for r in rows]

@@ -18,9 +18,9 @@ from specdraft.planning.knowledge.speculators import speculator_of
 
 HYBRID_FLAG = "--disable-hybrid-kv-cache-manager"
 V2_TAKES_SEVERAL_GROUPS = ("Model Runner V2's drafter builds attention for each KV cache group of the draft, so the "
-                           "hybrid manager can stay on (read from vLLM's source, not yet served on a GPU: if start-up "
-                           "fails with 'All drafting layers should belong to the same kv cache group', relaunch with "
-                           "VLLM_USE_V2_MODEL_RUNNER=0 for the V1 plan)")
+                           "hybrid manager stays on (read from vLLM's source; served on an H200 with vLLM 0.33.0, "
+                           "unpatched, the output equal to the target alone's token for token; "
+                           "VLLM_USE_V2_MODEL_RUNNER=0 gives the V1 plan)")
 
 
 def kv_cache_groups_apart(target: Checkpoint, draft: Checkpoint | None) -> str | None:
