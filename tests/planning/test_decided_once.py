@@ -16,6 +16,7 @@ DECIDED_BY = {
     "speculative": ("choose_method", "decide_k", "choose_speculative"),
     "no_speculation": ("no_speculation_reason",),
     "hybrid_kv_reason": ("hybrid_kv_reason",),
+    "hybrid_kv_kept_on": ("hybrid_kv_kept_on",),
     "memory": ("choose_memory",),
     "kv_cache": ("decide_kv_cache", "choose_kv_dtype"),
     "template": (),  # a fact (the template read and checked), handed on unchanged
@@ -35,7 +36,7 @@ VALUES = {
                           {"predict_backends", "observed_backends", "reported_failure", "attention_backend_table"}),
     "MoE backend": ({"moe_backend"}, {"choose_moe_backend", "moe_backend_support", "moe_backend_table"}),
     "method": ({"speculative_method"}, {"resolve_method"}),
-    "hybrid KV": ({"hybrid_kv"}, {"needs_hybrid_manager_disabled"}),
+    "hybrid KV": ({"hybrid_kv"}, {"needs_hybrid_manager_disabled", "kv_cache_groups_apart"}),
 }
 """Per decided value: the ``decisions/`` modules that decide it, and the names that compute it (its functions
 and the table it decides by). ``decisions/decide.py`` gathers every decision and may call any of them."""

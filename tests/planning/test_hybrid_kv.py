@@ -110,3 +110,24 @@ def test_a_kv_sharing_draft_keeps_the_hybrid_manager_on_model_runner_v2_only(rel
             "V2's drafter builds attention for each KV cache group of the draft, so the hybrid manager stays on "
             "(read from vLLM's source; served on an H200 with vLLM 0.33.0, unpatched, the output equal to the target "
             "alone's token for token; VLLM_USE_V2_MODEL_RUNNER=0 gives the V1 plan)")
+
+
+def test_an_unknown_draft_on_model_runner_v2_keeps_the_manager_on_and_says_it_could_not_look(release, empty_hub,
+                                                                                           monkeypatch):
+    """A draft whose config cannot be read may share KV: on V2 that still needs no flag (its drafter takes several
+    groups) and the finding says why it did not look; forced onto V1, the flag goes on for the same reason."""
+    from specdraft.planning import LaunchRequest, build_launch_plan
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    request = LaunchRequest(target="google/gemma-4-31B-it", draft="someone/unpublished-gemma-draft",
+                            method="draft_model", vllm_root=release("0.33.0"))
+    plan = build_launch_plan(request)
+    finding = next(f for f in plan.findings if f.check == "hybrid-kv-cache")
+    assert plan.serve.flag(HYBRID_FLAG) is None
+    assert finding.message.startswith("the draft is unknown, so KV sharing cannot be ruled out: Model Runner V2's")
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
+    on_v1 = build_launch_plan(request)
+    finding = next(f for f in on_v1.findings if f.check == "hybrid-kv-cache")
+    assert on_v1.serve.flag(HYBRID_FLAG) is not None
+    assert finding.message.startswith("the draft is unknown, so KV sharing cannot be ruled out: "
+                                      f"{HYBRID_FLAG} is set")

@@ -9,7 +9,7 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Trait
-from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, V2_TAKES_SEVERAL_GROUPS, kv_cache_groups_apart
+from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed
 from specdraft.planning.facts.moe_layout import is_moe_target
 from specdraft.planning.facts.vllm_install import VllmFacts
@@ -64,11 +64,10 @@ def check_draft_tensor_parallel(speculative: SpeculativeConfig, tensor_parallel_
     return Finding.ok("draft-tensor-parallel", f"draft {draft_tp}, target {tensor_parallel_size}")
 
 
-def check_kv_cache_manager(why: str | None, disabled: bool, target: Checkpoint | None = None,
-                           draft: Checkpoint | None = None) -> Finding:
+def check_kv_cache_manager(why: str | None, disabled: bool, kept_on: str | None = None) -> Finding:
     """The command against the hybrid KV decision: ``why`` is ``Decisions.hybrid_kv_reason`` (None: the pair can
-    keep the hybrid manager), ``disabled`` whether the command turns the manager off; the pair's own KV layout
-    says why a draft whose layers span several groups may keep it (Model Runner V2)."""
+    keep the hybrid manager), ``disabled`` whether the command turns the manager off, ``kept_on``
+    ``Decisions.hybrid_kv_kept_on`` (why a draft whose layers span several groups may keep it: Model Runner V2)."""
     if why and not disabled:
         return Finding(level="error", check="hybrid-kv-cache",
                        message=f"{why}: with the hybrid KV cache manager on, vLLM refuses the pair on the V1 model "
@@ -76,10 +75,7 @@ def check_kv_cache_manager(why: str | None, disabled: bool, target: Checkpoint |
                        hint=f"keep {HYBRID_FLAG} in the plan")
     if why:
         return Finding.ok("hybrid-kv-cache", f"{why}: {HYBRID_FLAG} is set")
-    apart = kv_cache_groups_apart(target, draft) if target is not None else None
-    if apart:
-        return Finding.ok("hybrid-kv-cache", f"{apart}: {V2_TAKES_SEVERAL_GROUPS}")
-    return Finding.ok("hybrid-kv-cache", "no KV sharing and equal windows: the hybrid manager can stay on")
+    return Finding.ok("hybrid-kv-cache", kept_on or "no KV sharing and equal windows: the hybrid manager can stay on")
 
 
 def _serves_assistant(support, model_type: str | None) -> bool:

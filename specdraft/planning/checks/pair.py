@@ -50,7 +50,7 @@ def check_pair(facts: PairFacts) -> list[Finding]:
         findings.append(check_draft_tensor_parallel(speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
     findings.append(check_kv_cache_manager(facts.hybrid_kv_reason, facts.hybrid_kv_cache_manager_disabled,
-                                           facts.target, draft))
+                                           facts.hybrid_kv_kept_on))
     findings.append(check_hotfixes(facts.traits, facts.vllm, facts.hotfix_mode))
     if speculative is not None:
         findings.append(check_multimodal_target(facts.target, facts.method, facts.vllm, facts.language_model_only))

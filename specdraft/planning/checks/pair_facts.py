@@ -32,6 +32,8 @@ class PairFacts(BaseModel):
     """The value of ``--quantization`` the plan passes (None: not passed)."""
     hybrid_kv_reason: str | None
     """Why the pair needs the hybrid KV cache manager off (``Decisions.hybrid_kv_reason``; None: it does not)."""
+    hybrid_kv_kept_on: str | None = None
+    """Why the manager may stay on (``Decisions.hybrid_kv_kept_on``)."""
     hybrid_kv_cache_manager_disabled: bool
     """Whether the command turns the hybrid KV cache manager off."""
     hotfix_mode: HotfixMode

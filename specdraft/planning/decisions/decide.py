@@ -17,7 +17,7 @@ from specdraft.families import rules_for
 from specdraft.patching import CatalogEntry, Trait
 from specdraft.planning.decisions.async_scheduling import AsyncSchedulingDecision, decide_async_scheduling
 from specdraft.planning.facts.launch_facts import LaunchFacts
-from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, hybrid_kv_reason
+from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, hybrid_kv_kept_on, hybrid_kv_reason
 from specdraft.planning.decisions.k_costs import ModelledCosts, modelled_costs
 from specdraft.planning.decisions.kv_cache import KVCacheChoice, decide_kv_cache
 from specdraft.planning.decisions.k_schedule import (MAX_K, KScheduleDecision, data_parallel_size_of, decide_k_schedule,
@@ -48,6 +48,8 @@ class Decisions(BaseModel):
     hybrid_kv_reason: str | None
     """Why ``--disable-hybrid-kv-cache-manager`` is needed; None keeps the hybrid manager on (on Model Runner V2 it
     always stays on: its drafter takes several KV cache groups)."""
+    hybrid_kv_kept_on: str | None = None
+    """Why the hybrid manager may stay on (None: it goes off, ``hybrid_kv_reason`` says why)."""
     memory: MemoryChoice
     kv_cache: KVCacheChoice
     """``--kv-cache-dtype`` and ``--attention-backend``: the one place both are decided."""
@@ -157,6 +159,7 @@ def decide(facts: LaunchFacts) -> Decisions:
                                shape=measured_size(target)[1] if target.is_known else None)
     return Decisions(
         parallel=parallel, speculative=speculative, no_speculation=off, hybrid_kv_reason=hybrid,
+        hybrid_kv_kept_on=None if hybrid else hybrid_kv_kept_on(target, draft),
         memory=memory_at(kv_cache.dtype), kv_cache=kv_cache,
         template=facts.template,
         async_scheduling=decide_async_scheduling(facts.vllm.version,

@@ -7,8 +7,8 @@ called by ``SpecDecodeBaseProposer.initialize_attn_backend`` in every release 0.
 the manager off. Model Runner V2's drafter builds attention for each KV cache group it has layers in
 (``DraftModelSpeculator.set_attn`` -> ``init_attn_backend`` in ``vllm/v1/worker/gpu``, every release whose V2 runs
 ``draft_model``: 0.31.0-0.33.0), so there the manager stays on, and the KV-sharing hotfixes, which mend the
-manager-off path only, are not needed. The decision is made here once (``Decisions.hybrid_kv_reason``); the flag rule renders it and the
-pair check (``check_kv_cache_manager``) judges the command against it.
+manager-off path only, are not needed. The decision is made here once (``Decisions.hybrid_kv_reason``, and ``hybrid_kv_kept_on`` where the manager stays
+on); the flag rule renders it and the pair check (``check_kv_cache_manager``) judges the command against it.
 """
 
 from __future__ import annotations
@@ -41,6 +41,16 @@ def needs_hybrid_manager_disabled(target: Checkpoint, draft: Checkpoint | None, 
     """Why this pair needs ``--disable-hybrid-kv-cache-manager`` on ``runner`` (``v1``, ``v2``, or None: not known,
     taken as V1); None: it does not."""
     return None if runner == "v2" else kv_cache_groups_apart(target, draft)
+
+
+def hybrid_kv_kept_on(target: Checkpoint, draft: Checkpoint | None) -> str:
+    """Why the hybrid KV cache manager may stay on for this pair, where ``hybrid_kv_reason`` does not turn it off."""
+    if draft is not None and not draft.is_known:
+        return f"the draft is unknown, so KV sharing cannot be ruled out: {V2_TAKES_SEVERAL_GROUPS}"
+    apart = kv_cache_groups_apart(target, draft)
+    if apart:
+        return f"{apart}: {V2_TAKES_SEVERAL_GROUPS}"
+    return "no KV sharing and equal windows: the hybrid manager can stay on"
 
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None, runner: str | None = None) -> str | None:

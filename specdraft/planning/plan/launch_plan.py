@@ -116,7 +116,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         speculative=decided.speculative.config if decided.speculative is not None else None, method=decided.method,
         tensor_parallel_size=decided.parallel.tensor_parallel_size, max_model_len=decided.memory.max_model_len,
         target_quantization=quantization.value if quantization else None,
-        hybrid_kv_reason=decided.hybrid_kv_reason,
+        hybrid_kv_reason=decided.hybrid_kv_reason, hybrid_kv_kept_on=decided.hybrid_kv_kept_on,
         hybrid_kv_cache_manager_disabled=serve.flag(HYBRID_FLAG) is not None or HYBRID_FLAG in facts.request.extra_args,
         hotfix_mode=facts.request.hotfixes,
         vllm=facts.vllm, template_path=template.path, template_variant=template.variant,
