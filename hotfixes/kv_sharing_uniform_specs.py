@@ -17,7 +17,8 @@ freed on either window: `kv-uniform-catches-valueerror`).
 Both model runners call this function: V1's `maybe_add_kv_sharing_layers_to_kv_cache_groups` and Model Runner V2's
 `init_attn_backend` (`vllm/v1/worker/gpu/attn_utils.py`), which then reads `kv_cache_specs[layer_name]` for every layer
 of the group. Its code path runs only with the hybrid manager off: the plan turns it off on V1 only, since V2's drafter
-takes the draft's several KV cache groups (0.31.0-0.33.0 read; docs/patching.md, "Per runner and release").
+takes the draft's several KV cache groups (0.31.0-0.33.0 read, 0.33.0 shown on an H200; docs/patching.md, "Per runner
+and release").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ past the window). GPU attention backends were not read.
 
 The merge runs in the engine core, whichever model runner serves; it raises only with the hybrid manager off, which
 the plan asks for on the V1 model runner alone (Model Runner V2's drafter takes several KV cache groups, 0.31.0-0.33.0
-read; docs/patching.md, "Per runner and release").
+read, 0.33.0 shown on an H200; docs/patching.md, "Per runner and release").
 """
 
 from __future__ import annotations
