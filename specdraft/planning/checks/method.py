@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specdraft.findings import Finding
-from specdraft.planning.knowledge.methods import (check_async_for_method, check_drafter_class,
-                                                  check_hidden_state_target, check_lossy_rejection,
-                                                  check_method_options, check_method_package, check_speculators_type)
+from specdraft.planning.knowledge.methods import (check_async_for_method, check_draft_lm_head_quantization,
+                                                  check_drafter_class, check_hidden_state_target,
+                                                  check_lossy_rejection, check_method_options, check_method_package,
+                                                  check_speculators_type)
 from specdraft.planning.knowledge.release_support import release_support
 from specdraft.planning.decisions.speculative_method import given_method_options
 from specdraft.planning.knowledge.speculators import check_verifier, speculator_of
@@ -85,4 +86,5 @@ def method_verdicts(facts: LaunchFacts, decided: Decisions) -> list[Finding]:
     findings.append(check_method_package(method, facts.vllm.method_packages, facts.vllm.root))
     findings.append(check_async_for_method(method, facts.request.extra_args))
     findings.append(lossy)
+    findings.append(check_draft_lm_head_quantization(facts.request.extra_args, version, method))
     return [finding for finding in findings if finding is not None]

@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
@@ -160,14 +161,19 @@ that says so."""
 
 
 def given_rejection_method(extra_args: Sequence[str]) -> str | None:
-    """The ``rejection_sample_method`` the user passes to vLLM after ``--``: in ``--speculative-config JSON`` (or
-    ``=JSON``), or in vLLM's dotted form ``--speculative-config.rejection_sample_method VALUE`` (or ``=VALUE``;
-    ``FlexibleArgumentParser`` reads the value as JSON, else as a string); vLLM reads ``_`` and ``-`` alike in an
-    option's name. The last one given wins, as in vLLM's parser."""
+    """The ``rejection_sample_method`` the user passes to vLLM after ``--`` (``given_speculative_option``)."""
+    return given_speculative_option(extra_args, "rejection_sample_method")
+
+
+def given_speculative_option(extra_args: Sequence[str], key: str) -> str | None:
+    """The string value of ``key`` the user passes to vLLM after ``--``: in ``--speculative-config JSON`` (or
+    ``=JSON``), or in vLLM's dotted form ``--speculative-config.KEY VALUE`` (or ``=VALUE``; ``FlexibleArgumentParser``
+    reads the value as JSON, else as a string); vLLM reads ``_`` and ``-`` alike in an option's name. The last one
+    given wins, as in vLLM's parser."""
     found = None
     for i, arg in enumerate(extra_args):
         name, eq, inline = arg.partition("=")
-        option, dot, key = name.partition(".")
+        option, dot, field = name.partition(".")
         if option.replace("_", "-") != SPECULATIVE_CONFIG_FLAG:
             continue
         value = inline if eq else (extra_args[i + 1] if i + 1 < len(extra_args) else "")
@@ -175,9 +181,9 @@ def given_rejection_method(extra_args: Sequence[str]) -> str | None:
             parsed = json.loads(value)
         except ValueError:
             parsed = value
-        if not dot and isinstance(parsed, dict) and isinstance(parsed.get("rejection_sample_method"), str):
-            found = parsed["rejection_sample_method"]
-        elif dot and key == "rejection_sample_method" and isinstance(parsed, str):
+        if not dot and isinstance(parsed, dict) and isinstance(parsed.get(key), str):
+            found = parsed[key]
+        elif dot and field == key and isinstance(parsed, str):
             found = parsed
     return found
 
@@ -202,3 +208,34 @@ def check_lossy_rejection(extra_args: Sequence[str], version: str | None,
                        hint="for outputs identical to the target's, drop rejection_sample_method (vLLM's standard "
                             "rejection sampling is lossless)")
     return None
+
+
+DRAFT_LM_HEAD_SINCE = "0.33.0"
+"""The first release whose ``SpeculativeConfig`` has ``draft_lm_head_quantization`` (vllm/config/speculative.py;
+earlier configs refuse unknown keys)."""
+
+
+def check_draft_lm_head_quantization(extra_args: Sequence[str], version: str | None, method: str) -> Finding | None:
+    """``draft_lm_head_quantization`` quantizes the drafter's copy of a target lm_head it shares (EAGLE and MTP,
+    Model Runner V2). No Gemma 4 drafter shares one, so vLLM refuses it for every Gemma 4 pairing: an error that says
+    which refusal and where it is, before any GPU work. None where the option is not given."""
+    value = given_speculative_option(extra_args, "draft_lm_head_quantization")
+    if value is None:
+        return None
+    if version is not None and Version(version) < Version(DRAFT_LM_HEAD_SINCE):
+        why = (f"vLLM {version} has no such option ({DRAFT_LM_HEAD_SINCE} added it) and its speculative config "
+               "refuses unknown keys")
+    elif method == "mtp":
+        why = ("Gemma 4's MTP assistant scores the tied embedding rows and has no lm_head to share: vLLM raises "
+               "'draft_lm_head_quantization is not supported for method 'mtp'' (vllm/config/speculative.py, "
+               "SpeculativeConfig._verify_args)")
+    elif method in ("eagle", "eagle3"):
+        why = ("the Gemma 4 EAGLE-3 speculators carry their own lm_head (a 32000-token draft vocabulary): vLLM raises "
+               "'draft_lm_head_quantization needs a drafter that shares the target lm_head.' "
+               "(vllm/v1/worker/gpu/spec_decode/eagle/utils.py)")
+    else:
+        why = (f"vLLM quantizes only an EAGLE or MTP drafter's shared lm_head and raises "
+               f"'draft_lm_head_quantization is not supported for method {method!r}' (vllm/config/speculative.py)")
+    return Finding(level="error", check="draft-lm-head-quantization",
+                   message=f"draft_lm_head_quantization {value!r} (in {SPECULATIVE_CONFIG_FLAG} after --): {why}",
+                   hint="drop draft_lm_head_quantization: no Gemma 4 drafter shares the target's lm_head")
