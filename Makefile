@@ -7,6 +7,9 @@ ifeq ($(strip $(SPECDRAFT_CACHE)),)
 SPECDRAFT_CACHE := $(HOME)/.cache/specdraft
 endif
 VENV ?= $(SPECDRAFT_CACHE)/venvs/dev
+# Test worker processes (pytest-xdist); each test file runs whole in one worker, so a file's servers start once.
+# 0 runs the suite in this process.
+PYTEST_WORKERS ?= 2
 PY := $(VENV)/bin/python
 export SPECDRAFT_CACHE
 
@@ -20,4 +23,4 @@ demo: setup
 	$(PY) -m specdraft launch --demo
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
