@@ -52,6 +52,8 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process engin
 
 PROMPT_TOKENS = 200
 PROMPT_SEED = 0
+SPECULATOR_METHODS = ("eagle3", "dflash", "dspark")
+"""Methods whose drafter is a speculator checkpoint (``--spec-dir``, default ``METHOD_31b``)."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -79,7 +81,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--method", choices=["draft_model", "mtp", "eagle3", "dflash", "dspark", "ngram", "ngram_gpu"],
                    default="draft_model")
     p.add_argument("--mtp-dir", default="assistant31b", help="the MTP assistant's config folder under --configs")
-    p.add_argument("--spec-dir", default=None, help="eagle3 / dflash: the speculator's config folder under --configs")
+    p.add_argument("--spec-dir", default=None,
+                   help="eagle3 / dflash / dspark: the speculator's config folder under --configs")
     p.add_argument("--async-scheduling", choices=["on", "off"], default=None, help="default: what vLLM picks")
     p.add_argument("--cudagraph-mode", default=None, help="compilation_config cudagraph_mode (e.g. PIECEWISE, FULL)")
     p.add_argument("--v2", action="store_true", help="Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1)")
@@ -136,7 +139,7 @@ def engine_kwargs(args: argparse.Namespace, first_alpha: float | None, gpu_total
             spec.update(model=draft, draft_tensor_parallel_size=1)
         elif args.method == "mtp":
             spec["model"] = os.path.join(args.configs, args.mtp_dir)
-        elif args.method in ("eagle3", "dflash", "dspark"):
+        elif args.method in SPECULATOR_METHODS:
             spec["model"] = os.path.join(args.configs, args.spec_dir or f"{args.method}_31b")
         else:  # n-gram lookup in the prompt and the output so far
             spec.update(prompt_lookup_min=2, prompt_lookup_max=5)
@@ -341,7 +344,7 @@ def main(argv: list[str]) -> int:
     alphas = [float(a) for a in args.alphas.split(",")] if args.k > 0 and args.rejection == "synthetic" else [None]
     base = {"tag": args.tag, "k": args.k, "model": args.model, "target_dir": args.target_dir,
             "draft_dir": args.draft_dir, "mtp_dir": args.mtp_dir if args.method == "mtp" else None,
-            "spec_dir": (args.spec_dir or f"{args.method}_31b") if args.method in ("eagle3", "dflash", "dspark") else None,
+            "spec_dir": (args.spec_dir or f"{args.method}_31b") if args.method in SPECULATOR_METHODS else None,
             "hybrid_kv": args.hybrid_kv, "eager": args.eager, "quant": args.quant, "draft_quant": args.draft_quant, "new_tokens": args.new_tokens, "reps": args.reps,
             "prompt_tokens": PROMPT_TOKENS, "method": args.method if args.k else None,
             "async_requested": args.async_scheduling, "cudagraph_requested": args.cudagraph_mode,

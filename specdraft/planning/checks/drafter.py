@@ -9,7 +9,7 @@ from specdraft.checkpoints import Checkpoint, published_assistant, published_ass
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.patching import Trait
-from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG
+from specdraft.planning.decisions.hybrid_kv import HYBRID_FLAG, ONE_GROUP
 from specdraft.planning.decisions.pairing_traits import hotfixes_needed
 from specdraft.planning.facts.moe_layout import is_moe_target
 from specdraft.planning.facts.vllm_install import VllmFacts
@@ -75,7 +75,7 @@ def check_kv_cache_manager(why: str | None, disabled: bool, kept_on: str | None 
                        hint=f"keep {HYBRID_FLAG} in the plan")
     if why:
         return Finding.ok("hybrid-kv-cache", f"{why}: {HYBRID_FLAG} is set")
-    return Finding.ok("hybrid-kv-cache", kept_on or "no KV sharing and equal windows: the hybrid manager can stay on")
+    return Finding.ok("hybrid-kv-cache", kept_on or ONE_GROUP)
 
 
 def _serves_assistant(support, model_type: str | None) -> bool:

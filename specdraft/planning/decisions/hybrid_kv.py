@@ -21,6 +21,7 @@ V2_TAKES_SEVERAL_GROUPS = ("Model Runner V2's drafter builds attention for each 
                            "hybrid manager stays on (read from vLLM's source; served on an H200 with vLLM 0.33.0, "
                            "unpatched, the output equal to the target alone's token for token; "
                            "VLLM_USE_V2_MODEL_RUNNER=0 gives the V1 plan)")
+ONE_GROUP = "no KV sharing and equal windows: the hybrid manager can stay on"
 
 
 def kv_cache_groups_apart(target: Checkpoint, draft: Checkpoint | None) -> str | None:
@@ -50,7 +51,7 @@ def hybrid_kv_kept_on(target: Checkpoint, draft: Checkpoint | None) -> str:
     apart = kv_cache_groups_apart(target, draft)
     if apart:
         return f"{apart}: {V2_TAKES_SEVERAL_GROUPS}"
-    return "no KV sharing and equal windows: the hybrid manager can stay on"
+    return ONE_GROUP
 
 
 def hybrid_kv_reason(target: Checkpoint, draft: Checkpoint | None, runner: str | None = None) -> str | None:
