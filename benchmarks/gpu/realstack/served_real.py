@@ -7,7 +7,7 @@ Each scenario is ``TARGET:DRAFT:KV:ALPHA:SEQS[:EXTRA]`` (folders of benchmarks/g
 choice; M from the draft's kind); its ``exec_argv`` is served, with forced acceptance alpha^i added to
 ``--speculative-config`` (ALPHA ``alone``: the baseline, launch's ``--method none`` plan of the target; EXTRA
 ``triton``: ``--attention-backend TRITON_ATTN`` planned in after ``--``; ``tp2``: ``--tensor-parallel-size 2`` and
-two GPUs). Servers of one batch start together, each on its own GPUs (``CUDA_VISIBLE_DEVICES``), so their
+two GPUs; ``long``: also benched at prompts of 1K, 16K and 64K tokens, ``CONTEXTS``). Servers of one batch start together, each on its own GPUs (``CUDA_VISIBLE_DEVICES``), so their
 torch.compile runs overlap; once all are up (or dead) they are benched side by side (``specdraft bench``, 256
 tokens: 8 requests at concurrency 1, then, when SEQS > 1, 2 x SEQS requests at concurrency SEQS, on the same
 server), then all are stopped.
@@ -46,11 +46,17 @@ from specdraft.testbed.processes import DeadlineReached, ProcessGroups, free_por
 
 WORK = Path("/tmp/realstack")
 FOLDERS = {"t26": "target26b", "a26": "assistant26b", "t31": "target31b", "a31": "assistant31b",
-           "e2b": "draftE2B", "eg31": "eagle3_31b", "df31": "dflash_31b"}
-METHODS = {"a26": "mtp", "a31": "mtp", "e2b": "draft_model", "eg31": "eagle3", "df31": "dflash"}
-EXTRAS = {"": (), "triton": ("--attention-backend", "TRITON_ATTN"), "tp2": ()}
-PLAN_OPTIONS = {"": (), "triton": (), "tp2": ("--tensor-parallel-size", "2", "--gpus-per-node", "2")}
-GPUS_NEEDED = {"": 1, "triton": 1, "tp2": 2}
+           "t12": "target12b", "a12": "assistant12b", "e2b": "draftE2B", "eg31": "eagle3_31b", "df31": "dflash_31b",
+           "ds31": "dspark_31b"}
+METHODS = {"a26": "mtp", "a31": "mtp", "a12": "mtp", "e2b": "draft_model", "eg31": "eagle3", "df31": "dflash",
+           "ds31": "dspark"}
+EXTRAS = {"": (), "triton": ("--attention-backend", "TRITON_ATTN"), "tp2": (), "long": ()}
+PLAN_OPTIONS = {"": (), "triton": (), "tp2": ("--tensor-parallel-size", "2", "--gpus-per-node", "2"), "long": ()}
+GPUS_NEEDED = {"": 1, "triton": 1, "tp2": 2, "long": 1}
+CONTEXTS = (1024, 16384, 65536)
+"""Prompt lengths (tokens) a ``long`` scenario is also benched at, after the built-in prompts: one request at a time,
+distinct random token ids per request (so the prefix cache cannot serve them), 256 tokens generated each."""
+CONTEXT_REQUESTS = {1024: 4, 16384: 4, 65536: 3}
 BENCH_S = int(os.environ.get("BENCH_S", "90"))  # seconds kept for a batch's benches (side by side)
 STOP_S = 30
 BACKEND_LINE = re.compile(
@@ -85,6 +91,32 @@ def bench(port: int, concurrency: int, out: Path, timeout: float) -> dict:
     level = json.loads(out.read_text())["levels"][0]
     return {"decode_tok_s": level.get("decode_tok_s"), "output_tok_s": level.get("output_tok_s"),
             "ttft_s": level.get("ttft_s"),
+            "mean_acceptance_length": (level.get("spec_decode") or {}).get("mean_acceptance_length")}
+
+
+def context_prompts(length: int, count: int) -> Path:
+    """A prompts file of ``count`` prompts of ``length`` random token ids (seeded: every server gets the same), ids
+    clear of Gemma 4's special tokens (below 1000 and from 255999 up)."""
+    import random
+
+    path = WORK / f"prompts-{length}.jsonl"
+    if not path.exists():
+        rng = random.Random(length)
+        path.write_text("".join(json.dumps({"prompt": [rng.randrange(1000, 255000) for _ in range(length)]}) + "\n"
+                                for _ in range(count + 1)))
+    return path
+
+
+def bench_context(port: int, length: int, out: Path, timeout: float) -> dict:
+    """Decode speed with a ``length``-token prompt: one warm-up request, then the measured ones at concurrency 1."""
+    count = CONTEXT_REQUESTS[length]
+    done = specdraft("bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL, "--max-tokens", "256",
+                     "--prompts", str(context_prompts(length, count)), "--requests", str(count), "--warmup", "1",
+                     "--concurrency", "1", "--out", str(out), timeout=timeout)
+    if not out.exists():
+        raise ValueError(f"bench wrote nothing: {(done.stderr or done.stdout)[-800:]}")
+    level = json.loads(out.read_text())["levels"][0]
+    return {"decode_tok_s": level.get("decode_tok_s"), "ttft_s": level.get("ttft_s"),
             "mean_acceptance_length": (level.get("spec_decode") or {}).get("mean_acceptance_length")}
 
 
@@ -200,6 +232,10 @@ def main() -> int:
                             figures = bench(port, concurrency, WORK / "logs" / f"{safe}.c{concurrency}.bench.json",
                                             max(groups.left_s() - STOP_S, 1))
                             row.update({f"c{concurrency}_{key}": value for key, value in figures.items()})
+                        for length in CONTEXTS if row["extra"] == "long" else ():
+                            figures = bench_context(port, length, WORK / "logs" / f"{safe}.ctx{length}.bench.json",
+                                                    max(groups.left_s() - STOP_S, 1))
+                            row.update({f"ctx{length}_{key}": value for key, value in figures.items()})
                     except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
                         row["error"] = f"bench: {type(exc).__name__}: {exc}"[:800]
 
