@@ -8,13 +8,15 @@
 
 Adding a family is one module defining a ``ModelFamily`` instance, listed in ``FAMILIES`` (shipped) or
 passed to ``register`` (a family defined outside specdraft), with its templates and its speed tables
-(``costs_file``, read by ``specdraft.families._costs``).
+(``costs_file``, read by ``specdraft.families._costs``) and served speeds by context length (``contexts_file``,
+``specdraft.families._contexts``).
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
+from specdraft.families._contexts import ContextReading, FamilyContexts
 from specdraft.families._costs import DefaultK, FamilyCosts
 from specdraft.families._family import LayerKV, ModelFamily, ParameterCount, text_config
 from specdraft.families.gemma4 import GEMMA4

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal, Mapping
 
+from specdraft.families._contexts import FamilyContexts, read_family_contexts
 from specdraft.families._costs import FamilyCosts, read_family_costs
 
 FieldKind = Literal["layers", "flag", "width"]
@@ -85,6 +86,8 @@ class ModelFamily(ABC):
     template unchecked, and says so)."""
     costs_file: Path | None = None
     """The family's speed tables (``specdraft/families/_costs.py``): step costs per size, default K."""
+    contexts_file: Path | None = None
+    """The family's served speed by context length (``specdraft/families/_contexts.py``)."""
     stack_fields: Mapping[str, FieldKind] = {}
     """The family's own keys of a language-model stack and what each holds; ``specdraft.model_config`` checks
     them in every config it reads."""
@@ -101,6 +104,11 @@ class ModelFamily(ABC):
     def costs(self) -> FamilyCosts | None:
         """The tables of ``costs_file``, None for a family without measurements."""
         return read_family_costs(self.costs_file) if self.costs_file is not None else None
+
+    @cached_property
+    def contexts(self) -> FamilyContexts | None:
+        """The rows of ``contexts_file``, None for a family without them."""
+        return read_family_contexts(self.contexts_file) if self.contexts_file is not None else None
 
     def template_path(self, variant: str) -> Path:
         """The file of the template specdraft ships for ``variant``."""

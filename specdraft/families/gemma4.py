@@ -128,6 +128,7 @@ class Gemma4(ModelFamily):
     text_only_architecture = TEXT_ONLY_ARCHITECTURE
     has_template_rules = True
     costs_file = Path(__file__).with_name("data") / "gemma4.costs.json"
+    contexts_file = Path(__file__).with_name("data") / "gemma4.contexts.json"
     stack_fields = {"num_kv_shared_layers": "layers", "enable_moe_block": "flag"}
     top_fields = {"backbone_hidden_size": "width"}
 

@@ -77,6 +77,10 @@ class LaunchRequest(BaseModel):
     that method's default."""
     max_model_len: Annotated[int | None, CliOption(metavar="N")] = Field(default=None, ge=1)
     """Context length; unset: 131072, lowered to what fits the profile."""
+    expected_context: Annotated[int | None, CliOption(metavar="TOKENS")] = Field(default=None, ge=1)
+    """Tokens of context a request typically carries (prompt and history): the plan reads what each method served
+    at 1K, 16K and 64K tokens, warns where the planned one loses there, and --method auto ranks by it; unset:
+    short prompts."""
     gpu_memory_utilization: Annotated[float | None, CliOption(metavar="F")] = Field(default=None, gt=0, le=1)
     """Fraction of GPU memory for vLLM; unset: the profile's."""
     kv_cache_dtype: str | None = None
@@ -206,6 +210,14 @@ class LaunchRequest(BaseModel):
         if self.acceptance_from is not None and (not separator or method not in METHODS):
             raise ValueError(f"acceptance_from: give METHOD=RESULT.json with METHOD one of {', '.join(METHODS)}, "
                              f"got {self.acceptance_from!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _context_fits(self) -> "LaunchRequest":
+        if (self.expected_context is not None and self.max_model_len is not None
+                and self.expected_context > self.max_model_len):
+            raise ValueError(f"expected_context: {self.expected_context} tokens do not fit --max-model-len "
+                             f"{self.max_model_len}; raise --max-model-len or lower --expected-context")
         return self
 
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.planning.checks.chat_template import check_chat_template, check_checkpoint_template
+from specdraft.planning.checks.context import check_expected_context
 from specdraft.planning.checks.checkpoints import (check_checkpoint, check_max_model_len, check_quantization,
                                                    check_special_tokens, check_vocab_size)
 from specdraft.planning.checks.drafter import (check_draft_tensor_parallel, check_kv_cache_manager,
@@ -22,7 +23,7 @@ from specdraft.planning.checks.vllm_install import check_hotfixes, check_vllm
 
 __all__ = [  # every pair check, wherever it is defined
     "PairFacts", "check_chat_template", "check_checkpoint", "check_checkpoint_template", "check_draft_tensor_parallel",
-    "check_hotfixes", "check_kv_cache_manager", "check_max_model_len", "check_measured_loss", "check_method",
+    "check_expected_context", "check_hotfixes", "check_kv_cache_manager", "check_max_model_len", "check_measured_loss", "check_method",
     "check_multimodal_target", "check_pair", "check_quantization", "check_special_tokens", "check_vllm",
     "check_vocab_size", "suggest_mtp_assistant",
 ]
@@ -49,6 +50,10 @@ def check_pair(facts: PairFacts) -> list[Finding]:
     if speculative is not None:
         findings.append(check_draft_tensor_parallel(speculative, facts.tensor_parallel_size))
     findings.append(check_max_model_len(facts.max_model_len, facts.target, draft if draft and draft.is_known else None))
+    context = check_expected_context(facts.target, facts.method if speculative is not None else "none",
+                                     facts.expected_context, facts.max_model_len, facts.profile)
+    if context is not None:
+        findings.append(context)
     findings.append(check_kv_cache_manager(facts.hybrid_kv_reason, facts.hybrid_kv_cache_manager_disabled,
                                            facts.hybrid_kv_kept_on))
     findings.append(check_hotfixes(facts.traits, facts.vllm, facts.hotfix_mode))

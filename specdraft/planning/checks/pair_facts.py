@@ -48,5 +48,7 @@ class PairFacts(BaseModel):
     """The GPU's, from the profile; quantization kernels depend on it."""
     profile: str | None = None
     """The GPU profile the plan is for (what was measured depends on it)."""
+    expected_context: int | None = None
+    """Tokens of context a request typically carries (``--expected-context``; None: not given)."""
     traits: frozenset[Trait] = frozenset()
     """The pairing's traits as the hotfixes declare them (``Decisions.traits``): what the hotfix check judges."""

@@ -54,10 +54,13 @@ def choose_memory(request: LaunchRequest, target: Checkpoint, draft: Checkpoint 
         return MemoryChoice(**chosen, max_model_len=request.max_model_len, max_model_len_reason="given",
                             plan=memory_at(request.max_model_len))
     limits = [c.max_position_embeddings for c in (target, draft) if c is not None and c.max_position_embeddings]
-    wanted = min([DEFAULT_MAX_MODEL_LEN, *limits])
+    # a longer expected context than the validated one is asked for whole, so it is fitted or refused, not cut
+    wanted = min([max(DEFAULT_MAX_MODEL_LEN, request.expected_context or 0), *limits])
     memory = memory_at(wanted)
     if memory.fits or memory.max_context_that_fits <= 0:
-        reason = "the validated 128K context" if wanted == DEFAULT_MAX_MODEL_LEN else "the models' longest context"
+        reason = ("the validated 128K context" if wanted == DEFAULT_MAX_MODEL_LEN
+                  else "the expected context (--expected-context)" if wanted == request.expected_context
+                  else "the models' longest context")
         return MemoryChoice(**chosen, max_model_len=wanted, plan=memory,
                             max_model_len_reason=reason + f"; fits the {request.profile} memory plan")
     lowered = memory.max_context_that_fits

@@ -101,7 +101,7 @@ def gather_facts(request: LaunchRequest) -> LaunchFacts:
                  if draft is None or repo.lower() != draft.ref.lower()]
     ranking = rank_methods(target, [draft] if draft else [], version=vllm.version, profile=request.profile,
                            thinking=request.enable_thinking, measured=measured_acceptance(request),
-                           vllm_root=vllm.root, published=published)
+                           vllm_root=vllm.root, published=published, context=request.expected_context)
     # the draft stays only where the ranking runs it: no drafter is loaded for a draft-less method, nor where no
     # candidate pays and the plan serves the target alone
     if ranking.ranked and (ranking.chosen is None or ranking.chosen.draft is None):

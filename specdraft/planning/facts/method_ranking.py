@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specdraft.findings import Finding
 from specdraft.checkpoints import Checkpoint
-from specdraft.families import DEFAULT_FAMILY, ModelFamily, rules_for
+from specdraft.families import DEFAULT_FAMILY, ContextReading, ModelFamily, rules_for
 from specdraft.planning.knowledge.method_costs import acceptance_for
 from specdraft.planning.knowledge.methods import (DRAFTLESS_METHODS, check_drafter_class, check_hidden_state_target,
                                                   check_method_package, check_speculators_type)
@@ -59,6 +59,8 @@ class RankedMethod(BaseModel):
     """With ``k`` 0: the K tune's model places best, though it does not pay."""
     losing_speedup: float | None = None
     """With ``k`` 0: that K's predicted speedup (at most 1.0)."""
+    context_basis: str | None = None
+    """With an expected context: how the served speedups at that context scaled the prediction."""
 
 
 class TurnedAway(BaseModel):
@@ -111,7 +113,7 @@ def _row_lines(lead: str, row: RankedMethod) -> list[str]:
     return [f"{lead}{row.method}{drafter}: {pick}"
             + ("" if row.measured_costs else " (costs not measured)"),
             f"     costs: {row.cost_basis}",
-            f"     acceptance: {row.acceptance_basis}"]
+            f"     acceptance: {row.acceptance_basis}"] + ([f"     context: {row.context_basis}"] if row.context_basis else [])
 
 
 def method_of(draft: Checkpoint) -> tuple[str, Speculator | None]:
@@ -167,7 +169,8 @@ def measured_size(target: Checkpoint | None) -> tuple[ModelFamily, str | None]:
 
 
 def _rank(candidate: Candidate, shape: str | None, profile: str, thinking: bool,
-          measured: Mapping[str, Sequence[float]], max_k: int, family: ModelFamily) -> RankedMethod:
+          measured: Mapping[str, Sequence[float]], max_k: int, family: ModelFamily,
+          context: int | None = None) -> RankedMethod:
     model = step_model(candidate.method, shape, profile, family)
     trained = candidate.speculator.speculative_tokens if candidate.speculator is not None else None
     if candidate.method in BLOCK_DRAFTERS and trained:
@@ -178,12 +181,27 @@ def _rank(candidate: Candidate, shape: str | None, profile: str, thinking: bool,
     else:
         rates, basis = acceptance_for(candidate.method, thinking, max_k)
     rec = recommend(rates, model.cost_ratio, max_k=max_k, overhead=model.overhead, host=model.host)
-    losing = max(rec.table, key=lambda row: row.predicted_speedup) if rec.recommended_k == 0 else None
+    best = max(rec.table, key=lambda row: row.predicted_speedup)
+    reading = family.contexts.reading(shape, candidate.method, context) if context and family.contexts else None
+    factor = reading.factor if reading is not None else 1.0
+    # the served rows at long contexts scale the short-context prediction: a method that keeps its speedup stays,
+    # one whose steps grow dearer with the context falls, below the target alone where it served slower than it
+    speedup = (rec.predicted_speedup if rec.recommended_k else best.predicted_speedup) * factor
+    pays = rec.recommended_k > 0 and speedup > 1
     return RankedMethod(method=candidate.method, draft=candidate.draft.ref if candidate.draft else None,
-                        k=rec.recommended_k, predicted_speedup=round(rec.predicted_speedup, 3),
+                        k=rec.recommended_k if pays else 0, predicted_speedup=round(speedup, 3) if pays else 1.0,
                         measured_costs=model.measured, cost_basis=model.basis, acceptance_basis=basis,
-                        losing_k=losing.k if losing else None,
-                        losing_speedup=round(losing.predicted_speedup, 3) if losing else None)
+                        losing_k=None if pays else best.k, losing_speedup=None if pays else round(speedup, 3),
+                        context_basis=_context_basis(reading, context))
+
+
+def _context_basis(reading: ContextReading | None, context: int | None) -> str | None:
+    if context is None:
+        return None
+    if reading is None:
+        return f"not served at long contexts: {context} tokens left out of the prediction"
+    return (f"x {reading.factor:.2f}, the share of its short-context speedup it served at {context} tokens "
+            f"({reading.measured_text()}, K = {reading.k})")
 
 
 def stand_in_note(target_ref: str, family: ModelFamily) -> str:
@@ -211,11 +229,12 @@ def _notes(target: Checkpoint, shape: str | None, profile: str, version: str | N
 def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: str | None, profile: str,
                  thinking: bool = False, measured: Mapping[str, Sequence[float]] | None = None,
                  vllm_root: Path | None = None, max_k: int = 8,
-                 published: Sequence[Checkpoint] = ()) -> MethodRanking:
+                 published: Sequence[Checkpoint] = (), context: int | None = None) -> MethodRanking:
     """Every candidate method for ``target`` with ``drafts`` on vLLM ``version``, fastest first.
 
     ``measured`` maps a method to the user's per-position acceptance (from a bench result of that method);
-    ``published`` are drafters not given, ranked apart (``to_download``) and never chosen."""
+    ``published`` are drafters not given, ranked apart (``to_download``) and never chosen; ``context``, the tokens of
+    context a request carries, scales each prediction by what the method served at that context."""
     support = release_support(version)
     family, shape = measured_size(target)
     ranked, turned_away, to_download = [], [], []
@@ -230,7 +249,7 @@ def rank_methods(target: Checkpoint, drafts: Sequence[Checkpoint], *, version: s
                                           reason="; ".join(f.message for f in refusals)))
             continue
         try:
-            into.append(_rank(candidate, shape, profile, thinking, measured or {}, max_k, family))
+            into.append(_rank(candidate, shape, profile, thinking, measured or {}, max_k, family, context))
         except KeyError:  # the family's tables neither measure nor model this method
             turned_away.append(TurnedAway(method=candidate.method,
                                           draft=candidate.draft.ref if candidate.draft else None,

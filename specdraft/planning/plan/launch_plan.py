@@ -125,7 +125,7 @@ def _pair_facts(facts: LaunchFacts, decided: Decisions, serve: ServePlan) -> Pai
         language_model_only=serve.flag(LANGUAGE_MODEL_ONLY) is not None
         or LANGUAGE_MODEL_ONLY in facts.request.extra_args,
         compute_capability=PROFILES[facts.request.profile].compute_capability, profile=facts.request.profile,
-        traits=decided.traits,
+        traits=decided.traits, expected_context=facts.request.expected_context,
     )
 
 
