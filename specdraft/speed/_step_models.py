@@ -75,11 +75,15 @@ def step_from_entry(name: str, profile: str, size: str | None = None, measured: 
     """The step model of host-cost entry ``name`` beside ``size`` on ``profile``."""
     costs = _costs(family)
     entry = known_host_costs()[name]
-    host = entry.host_cost(_host_unit_ms(entry, profile, costs.sizes[size or costs.stand_in_size].target_steps_ms))
+    row = costs.sizes[size or costs.stand_in_size]
+    host = entry.host_cost(_host_unit_ms(entry, profile, row.target_steps_ms))
+    # a '-served' entry passes through launch's plan served over HTTP at one K (host_costs.json's _about)
+    served = "served over HTTP at " if name.endswith("-served") else ""
     flat = entry.gpu_draft_ms_per_token == 0 and entry.per_draft_token_ms == 0
-    measured_at = "a step flat in K: one forward drafts the block" if flat else f"K = {entry.measured_at_k}"
+    measured_at = "a step flat in K: one forward drafts the block" if flat else f"{served}K = {entry.measured_at_k}"
+    beside = f" beside {row.name}" if row.entries.get(entry.method) == name else ""
     assumed = costs.assumed_drafters.get(name)
-    basis = basis or (f"measured: host-cost entry {name} ({entry.gpu}, vLLM {entry.vllm}, {measured_at})"
+    basis = basis or (f"measured: host-cost entry {name}{beside} ({entry.gpu}, vLLM {entry.vllm}, {measured_at})"
                       + (f"; {assumed}" if assumed else ""))
     return StepModel(cost_ratio=entry.gpu_draft_ms_per_token / entry.target_step_ms,
                      overhead=entry.gpu_overhead_ms_per_step / entry.target_step_ms, host_per_step=host.per_step,
@@ -95,6 +99,32 @@ def _sync_penalty(costs: FamilyCosts) -> float:
     return (sync.gpu_idle_ms_per_step - async_.gpu_idle_ms_per_step) / sync.target_step_ms
 
 
+def _draftless_step(method: str, size: str, profile: str, family: ModelFamily) -> StepModel | None:
+    """ngram_gpu's measured step, and ngram's and suffix's modelled from it; None where none was measured."""
+    costs = _costs(family)
+    ngram_size = next((key for key, r in costs.sizes.items() if r.ngram_gpu is not None), None)
+    if method not in ("ngram_gpu", "ngram", "suffix") or ngram_size is None:
+        return None
+    ngram = costs.sizes[ngram_size].ngram_gpu
+    # ngram_gpu's extra time a step, in ms, over the target's: verifying K more tokens and the proposer's kernels
+    extra_ms = ngram.step_ms - ngram.target_step_ms
+    own = size == ngram_size
+    overhead = extra_ms / (ngram.target_step_ms if own else host_step_ms(profile, size, family)[0])
+    beside = costs.sizes[ngram_size].name
+    note = "" if own else f"; beside {costs.sizes[size].name}: the same {extra_ms:.1f} ms over its step"
+    if method == "ngram_gpu" and own:
+        return StepModel(cost_ratio=0.0, overhead=overhead, measured=True,
+                         basis=f"measured: ngram_gpu's step at K = {ngram.k} on an {ngram.profile.upper()}, "
+                               f"{ngram.source}")
+    if method == "ngram_gpu":
+        return StepModel(cost_ratio=0.0, overhead=overhead, measured=False,
+                         basis=f"not measured: modelled as ngram_gpu's measured step beside {beside} on an "
+                               f"{ngram.profile.upper()}" + note)
+    return StepModel(cost_ratio=0.0, overhead=overhead + _sync_penalty(costs), measured=False,
+                     basis="not measured: modelled as ngram_gpu's step plus the GPU idle of a step without async "
+                           "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)" + note)
+
+
 @lru_cache(maxsize=None)
 def step_model(method: str, size: str | None = None, profile: str = "h100",
                family: ModelFamily = DEFAULT_FAMILY) -> StepModel:
@@ -103,30 +133,11 @@ def step_model(method: str, size: str | None = None, profile: str = "h100",
     costs = _costs(family)
     size = size or costs.stand_in_size
     row = costs.sizes[size]
-    host_ms, _ = host_step_ms(profile, size, family)
     if method in row.entries:
         return step_from_entry(row.entries[method], profile, size, True, family=family)
-    ngram_size = next((key for key, r in costs.sizes.items() if r.ngram_gpu is not None), None)
-    if method in ("ngram_gpu", "ngram", "suffix") and ngram_size is not None:
-        ngram = costs.sizes[ngram_size].ngram_gpu
-        # ngram_gpu's extra time a step, in ms, over the target's: verifying K more tokens and the proposer's kernels
-        extra_ms = ngram.step_ms - ngram.target_step_ms
-        own = size == ngram_size
-        overhead = extra_ms / (ngram.target_step_ms if own else host_ms)
-        beside = costs.sizes[ngram_size].name
-        note = "" if own else f"; beside {row.name}: the same {extra_ms:.1f} ms over its step"
-        if method == "ngram_gpu" and own:
-            return StepModel(cost_ratio=0.0, overhead=overhead, measured=True,
-                             basis=f"measured: ngram_gpu's step at K = {ngram.k} on an {ngram.profile.upper()}, "
-                                   f"{ngram.source}")
-        if method == "ngram_gpu":
-            return StepModel(cost_ratio=0.0, overhead=overhead, measured=False,
-                             basis=f"not measured: modelled as ngram_gpu's measured step beside {beside} on an "
-                                   f"{ngram.profile.upper()}" + note)
-        return StepModel(cost_ratio=0.0, overhead=overhead + _sync_penalty(costs), measured=False,
-                         basis="not measured: modelled as ngram_gpu's step plus the GPU idle of a step without async "
-                               "scheduling (vLLM schedules ngram and suffix synchronously; draft_model profiles)"
-                               + note)
+    draftless = _draftless_step(method, size, profile, family)
+    if draftless is not None:
+        return draftless
     if method == "dflash" and costs.block_drafter is not None and "mtp" in row.entries:
         block = costs.block_drafter
         mtp = step_from_entry(row.entries["mtp"], profile, size, False, family=family)
@@ -142,4 +153,11 @@ def step_model(method: str, size: str | None = None, profile: str = "h100",
             "measured": False,
             "basis": f"not measured: modelled as DFlash's step beside {row.name} ({dflash_basis}): "
                      + costs.block_drafter.dspark})
+    if size != costs.stand_in_size:
+        # a method measured beside the stand-in size only (EAGLE-3 beside the 12B) takes its costs, as a target
+        # of a shape that was not measured does
+        stand_in = step_model(method, costs.stand_in_size, profile, family)
+        return stand_in.model_copy(update={
+            "measured": False,
+            "basis": f"not measured beside {row.name}: {size_name(None, family)}'s stand in ({stand_in.basis})"})
     raise KeyError(method)

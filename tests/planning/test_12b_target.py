@@ -1,13 +1,16 @@
 """The 12B (``Gemma4UnifiedForConditionalGeneration``) planned from its config.json alone: with its MTP assistant
 (``gemma4_unified_assistant``) and with the E2B / E4B as draft models, on the releases that serve them, and refused
 on those that do not. vLLM 0.23.0 is the first release whose model registry lists the unified model and whose
-SpeculativeConfig maps the unified assistant to gemma4_mtp (the per-release table, read from the release trees)."""
+SpeculativeConfig maps the unified assistant to gemma4_mtp (the per-release table, read from the release trees).
+Its step costs are its own: the plans served beside it over HTTP on an H200 (benchmarks/gpu/raw/real-stack-h200x4-m5,
+tests/benchmarks/test_served_rows.py)."""
 
 import pytest
 from packaging.version import Version
 
 from specdraft.planning import LaunchRequest, build_launch_plan
 from specdraft.planning.knowledge.release_support import first_release
+from specdraft.speed import step_model
 from tests.planning.conftest import shipped_config, write_checkpoint
 
 TWELVE, ASSISTANT = "google/gemma-4-12B-it", "google/gemma-4-12B-it-assistant"
@@ -88,9 +91,12 @@ def test_the_memory_plan_counts_the_12b_and_its_assistant_from_their_shapes(dire
 
 
 @pytest.mark.parametrize("draft", [ASSISTANT, "google/gemma-4-E2B-it"])
-def test_k_beside_the_12b_says_its_costs_were_not_measured(directories, release, draft):
+def test_k_beside_the_12b_no_longer_borrows_the_31b_s_costs(directories, release, draft):
+    """The 12B was served with its assistant and with an E2B draft (m5): its own step costs price it, and its K keeps
+    the default of its kind (one K was served with each drafter, the default: nothing to pick another from)."""
     plan = _plan(directories, release, "0.26.0", draft)
-    assert "the 31B's are used, not measured" in _k_reason(plan)
+    assert "not measured" not in _k_reason(plan)
+    assert plan.speculative.num_speculative_tokens == (8 if draft == ASSISTANT else 3)
 
 
 def test_k_beside_the_31b_claims_its_measurement(tmp_path, empty_hub, release):
@@ -100,6 +106,24 @@ def test_k_beside_the_31b_claims_its_measurement(tmp_path, empty_hub, release):
     assert "not measured" not in _k_reason(plan) and "measured" in _k_reason(plan)
 
 
-def test_method_auto_beside_the_12b_notes_the_stand_in_costs(directories, release):
-    plan = _plan(directories, release, "0.26.0", None, method="auto")
-    assert any("the 31B's are used, not measured" in note for note in plan.method_ranking.notes)
+@pytest.mark.parametrize("draft, method, entry", [(ASSISTANT, "mtp", "vllm0.26-mtp-12b-assistant-served"),
+                                                  ("google/gemma-4-E2B-it", "draft_model",
+                                                   "vllm0.26-draft_model-e2b-async-12b-served")])
+def test_method_auto_beside_the_12b_prices_its_drafter_with_the_costs_served_beside_it(directories, release, draft,
+                                                                                      method, entry):
+    plan = _plan(directories, release, "0.26.0", draft, method="auto")
+    row = next(row for row in plan.method_ranking.ranked if row.method == method)
+    assert row.measured_costs and row.cost_basis.startswith(f"measured: host-cost entry {entry} beside the 12B (")
+    assert "served over HTTP at K = " in row.cost_basis
+    assert not any("are used, not measured" in note for note in plan.method_ranking.notes)
+
+
+def test_a_method_served_beside_the_31b_only_takes_its_costs_beside_the_12b_and_says_so():
+    """No EAGLE-3 drafter was served beside the 12B: the 31B's entry stands in, marked not measured, as it did for
+    every method before the 12B was served."""
+    eagle3 = step_model("eagle3", "12b", "h200")
+    assert not eagle3.measured and eagle3.basis.startswith("not measured beside the 12B: the 31B's stand in (")
+    assert (eagle3.cost_ratio, eagle3.overhead) == (step_model("eagle3", "31b", "h200").cost_ratio,
+                                                    step_model("eagle3", "31b", "h200").overhead)
+    assert {m for m in ("draft_model", "mtp", "eagle3", "dflash", "ngram_gpu") if step_model(m, "12b").measured} \
+        == {"draft_model", "mtp"}
