@@ -96,6 +96,8 @@ def test_k_beside_the_12b_no_longer_borrows_the_31b_s_costs(directories, release
     the default of its kind (one K was served with each drafter, the default: nothing to pick another from)."""
     plan = _plan(directories, release, "0.26.0", draft)
     assert "not measured" not in _k_reason(plan)
+    entry = "vllm0.26-mtp-12b-assistant-served" if draft == ASSISTANT else "vllm0.26-draft_model-e2b-async-12b-served"
+    assert f"step costs measured: host-cost entry {entry} beside the 12B" in _k_reason(plan)
     assert plan.speculative.num_speculative_tokens == (8 if draft == ASSISTANT else 3)
 
 

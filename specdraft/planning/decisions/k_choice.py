@@ -19,6 +19,7 @@ from specdraft.planning.facts.method_ranking import MethodRanking, measured_size
 from specdraft.planning.knowledge.methods import DRAFTLESS_METHODS
 from specdraft.planning.request import LaunchRequest
 from specdraft.planning.knowledge.speculators import speculator_of
+from specdraft.speed import step_model
 
 
 def default_num_speculative_tokens(profile: str, assistant: bool = False, kind: str | None = None,
@@ -62,6 +63,9 @@ def _default_k(request: LaunchRequest, method: str, draft: Checkpoint | None,
     # the default K was measured beside the family's measured sizes; another size takes it unmeasured
     priced_by, size = measured_size(target) if known else (family, "")
     unmeasured = f"; {stand_in_note(target.ref, priced_by)}" if size is None else ""
+    if size and kind != "moe" and size != priced_by.costs.stand_in_size and method in ("draft_model", "mtp"):
+        # a dense size measured apart from the stand-in: its own step costs, though the default K came from the stand-in
+        unmeasured = f"; step costs {step_model(method, size, request.profile, priced_by).basis}"
     if method in ("eagle3", "dflash", "dspark"):
         return default.k, (f"the MTP assistant's default K on {request.profile} (EAGLE-3, DFlash and DSpark drafters "
                            "read the target's hidden states like it; not measured for them)" + unmeasured)
