@@ -133,3 +133,15 @@ def test_a_longer_expected_context_than_the_validated_one_sets_max_model_len_whe
                                                      profile="h200", expected_context=300000))
     finding = next(f for f in past_the_model.findings if f.check == "expected-context")
     assert finding.level == "error" and "do not fit the planned --max-model-len 262144" in finding.message
+
+
+def test_beside_the_12b_the_e2b_draft_loses_at_64k_and_the_hint_names_its_assistant():
+    twelve = inspect_checkpoint("google/gemma-4-12B-it")
+    finding = _finding(twelve, "draft_model", 65536)
+    assert finding.level == "warning" and "draft_model served 0.83x" in finding.message
+    assert finding.hint.endswith("--draft google/gemma-4-12B-it-assistant")
+    assert _finding(twelve, "draft_model", 16384).level == "ok"
+
+
+def test_the_hint_names_the_published_speculator_of_the_fastest_method(target):
+    assert _finding(target, "dspark", 65536).hint.endswith("--draft RedHatAI/gemma-4-31B-it-speculator.dflash")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 
-from specdraft.checkpoints import Checkpoint
+from specdraft.checkpoints import Checkpoint, published_assistant, published_speculators
 from specdraft.families import ContextReading
 from specdraft.findings import Finding
 from specdraft.planning.facts.method_ranking import measured_size
@@ -66,9 +66,17 @@ def check_expected_context(target: Checkpoint, method: str, expected: int | None
                        message=f"{where}: {method} served {reading.speedup:.2f}x of the target alone "
                                f"({reading.measured_text()}){faster}",
                        hint=f"specdraft launch --target {shlex.quote(target.ref)} --method auto "
-                            f"--expected-context {expected} (ranks by the speedups served at that context), or give "
-                            f"{best.method}'s drafter as --draft")
+                            f"--expected-context {expected} (ranks by the speedups served at that context), or "
+                            + _drafter_hint(target, best.method))
     return Finding.ok(CHECK, f"{where}: {method} served {reading.speedup:.2f}x ({reading.measured_text()})")
+
+
+def _drafter_hint(target: Checkpoint, method: str) -> str:
+    """How to serve ``method`` instead: its published drafter for the target where one is known."""
+    published = ([published_assistant(target)] if method == "mtp"
+                 else [repo for repo in published_speculators(target) if repo.lower().endswith(f".{method}")])
+    drafter = next((repo for repo in published if repo), None)
+    return f"--draft {drafter}" if drafter else f"give {method}'s drafter as --draft"
 
 
 def _where(reading: ContextReading, expected: int, profile: str | None) -> str:
