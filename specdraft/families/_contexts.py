@@ -24,6 +24,8 @@ class ServedAtLengths(BaseModel):
     """The raw row's name (``TARGET:DRAFT:KV:ALPHA:SEQS:EXTRA``, benchmarks/gpu/realstack/served_real.py)."""
     decode_tok_s: tuple[float, ...]
     method: str | None = None
+    drafter: str | None = None
+    """What drafted, in words (a row stands for its method, served with this drafter)."""
     k: int | None = None
     alpha: float | None = None
     kv: str | None = None
@@ -43,6 +45,7 @@ class ContextReading(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     method: str
+    drafter: str
     tokens: int
     speedup: float
     """Served speedup over the target alone at ``tokens``, interpolated in log2(tokens) between measured lengths
@@ -63,7 +66,8 @@ class ContextReading(BaseModel):
         return self.speedup / self.short_speedup
 
     def measured_text(self) -> str:
-        return ", ".join(f"{speedup:.2f}x at {length // 1024}K" for length, speedup in zip(self.lengths, self.speedups))
+        lengths = ", ".join(f"{speedup:.2f}x at {length // 1024}K" for length, speedup in zip(self.lengths, self.speedups))
+        return f"{lengths}; served with {self.drafter}"
 
 
 class FamilyContexts(BaseModel):
@@ -90,7 +94,7 @@ class FamilyContexts(BaseModel):
         if row is None:
             return None
         speedups = tuple(round(s / a, 3) for s, a in zip(row.decode_tok_s, size.alone.decode_tok_s))
-        return ContextReading(method=method, tokens=tokens, speedup=round(_interpolate(self.lengths, speedups, tokens), 3),
+        return ContextReading(method=method, drafter=row.drafter or method, tokens=tokens, speedup=round(_interpolate(self.lengths, speedups, tokens), 3),
                               short_speedup=speedups[0], lengths=self.lengths, speedups=speedups, k=row.k or 0,
                               alpha=alpha, beyond=tokens > self.lengths[-1])
 

@@ -9,6 +9,9 @@ from specdraft.families.gemma4 import GEMMA4
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = json.loads(GEMMA4.contexts_file.read_text())
+DRAFTERS = {"assistant31b": "the 31B's MTP assistant", "dflash_31b": "the 31B DFlash speculator",
+            "dspark_31b": "the 31B DSpark speculator", "draftE2B": "the E2B draft", "assistant12b": "the 12B's MTP assistant"}
+"""benchmarks/gpu/configs folders, in words."""
 
 
 def _raw_rows(table: dict) -> dict[str, dict]:
@@ -33,6 +36,8 @@ def mismatches(table: dict) -> list[str]:
             for key in ("method", "k", "alpha"):
                 if key in row and row[key] != served[key]:
                     found.append(f"{size}: {row['scenario']} {key} {row[key]}, raw {served[key]}")
+            if "drafter" in row and row["drafter"] != DRAFTERS[served["draft"]]:
+                found.append(f"{size}: {row['scenario']} drafter {row['drafter']!r}, raw {served['draft']}")
     return found
 
 
@@ -46,6 +51,8 @@ def test_a_figure_or_label_that_differs_from_its_row_is_reported():
     tampered["sizes"]["31b"]["methods"][0]["decode_tok_s"][2] += 1
     tampered["sizes"]["12b"]["methods"][0]["k"] = 5
     tampered["sizes"]["12b"]["alone"]["scenario"] = "t12:a12:plan:alone:1"
+    tampered["sizes"]["31b"]["methods"][-1]["drafter"] = "the E4B draft"
     found = mismatches(tampered)
-    assert len(found) == 3 and "raw [256.48, 242.96, 202.18]" in found[0]
+    assert len(found) == 4 and "raw [256.48, 242.96, 202.18]" in found[0] and "'the E4B draft', raw" in found[1]
+    found = [found[0]] + found[2:]
     assert "no served raw row" in found[1] and "k 5, raw 3" in found[2]

@@ -33,7 +33,8 @@ def _finding(target, method, expected, max_model_len=131072, profile="h200"):
 def test_the_e2b_draft_is_told_it_loses_to_the_target_alone_at_16k(target):
     finding = _finding(target, "draft_model", 16384)
     assert finding.level == "warning"
-    assert "draft_model served 0.76x of the target alone (1.60x at 1K, 0.76x at 16K, 0.39x at 64K)" in finding.message
+    assert ("draft_model served 0.76x of the target alone (1.60x at 1K, 0.76x at 16K, 0.39x at 64K; served with the "
+            "E2B draft)") in finding.message
     assert "dflash served 4.47x there" in finding.message
     assert "--method auto --expected-context 16384" in finding.hint
 
@@ -46,7 +47,8 @@ def test_dspark_keeps_its_speedup_at_16k_and_loses_it_at_64k(target):
 
 
 def test_a_method_that_holds_its_speedup_is_ok_and_a_short_context_says_nothing_new(target):
-    assert _finding(target, "mtp", 65536).message.endswith("mtp served 4.71x (4.37x at 1K, 4.12x at 16K, 4.71x at 64K)")
+    assert _finding(target, "mtp", 65536).message.endswith(
+        "mtp served 4.71x (4.37x at 1K, 4.12x at 16K, 4.71x at 64K; served with the 31B's MTP assistant)")
     # at 1K the E2B draft trails DFlash, but that is no context question: no warning
     assert _finding(target, "draft_model", 1024).level == "ok"
 
