@@ -81,17 +81,23 @@ def checkpoints(needed: set[str]) -> dict[str, Path]:
     return out
 
 
-def bench(port: int, concurrency: int, out: Path, timeout: float) -> dict:
-    """One ``specdraft bench`` level against the server; its figures (raises on a failed bench)."""
+def _bench(port: int, out: Path, timeout: float, *options: str) -> dict:
+    """One ``specdraft bench`` level against the server, 256 tokens a request; its figures (raises on a failed
+    bench)."""
     done = specdraft("bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL, "--max-tokens", "256",
-                     "--requests", str(8 if concurrency == 1 else 2 * concurrency), "--concurrency", str(concurrency),
-                     "--out", str(out), timeout=timeout)
+                     *options, "--out", str(out), timeout=timeout)
     if not out.exists():
         raise ValueError(f"bench wrote nothing: {(done.stderr or done.stdout)[-800:]}")
     level = json.loads(out.read_text())["levels"][0]
     return {"decode_tok_s": level.get("decode_tok_s"), "output_tok_s": level.get("output_tok_s"),
             "ttft_s": level.get("ttft_s"),
             "mean_acceptance_length": (level.get("spec_decode") or {}).get("mean_acceptance_length")}
+
+
+def bench(port: int, concurrency: int, out: Path, timeout: float) -> dict:
+    """The built-in prompts at ``concurrency``."""
+    return _bench(port, out, timeout, "--requests", str(8 if concurrency == 1 else 2 * concurrency),
+                  "--concurrency", str(concurrency))
 
 
 def context_prompts(length: int, count: int) -> Path:
@@ -102,22 +108,18 @@ def context_prompts(length: int, count: int) -> Path:
     path = WORK / f"prompts-{length}.jsonl"
     if not path.exists():
         rng = random.Random(length)
-        path.write_text("".join(json.dumps({"prompt": [rng.randrange(1000, 255000) for _ in range(length)]}) + "\n"
+        part = path.with_suffix(".part")  # renamed into place whole: a file cut short is never taken for the prompts
+        part.write_text("".join(json.dumps({"prompt": [rng.randrange(1000, 255000) for _ in range(length)]}) + "\n"
                                 for _ in range(count + 1)))
+        part.replace(path)
     return path
 
 
 def bench_context(port: int, length: int, out: Path, timeout: float) -> dict:
     """Decode speed with a ``length``-token prompt: one warm-up request, then the measured ones at concurrency 1."""
     count = CONTEXT_REQUESTS[length]
-    done = specdraft("bench", "--base-url", f"http://127.0.0.1:{port}", "--model", MODEL, "--max-tokens", "256",
-                     "--prompts", str(context_prompts(length, count)), "--requests", str(count), "--warmup", "1",
-                     "--concurrency", "1", "--out", str(out), timeout=timeout)
-    if not out.exists():
-        raise ValueError(f"bench wrote nothing: {(done.stderr or done.stdout)[-800:]}")
-    level = json.loads(out.read_text())["levels"][0]
-    return {"decode_tok_s": level.get("decode_tok_s"), "ttft_s": level.get("ttft_s"),
-            "mean_acceptance_length": (level.get("spec_decode") or {}).get("mean_acceptance_length")}
+    return _bench(port, out, timeout, "--prompts", str(context_prompts(length, count)), "--requests", str(count),
+                  "--warmup", "1", "--concurrency", "1")
 
 
 def backend_lines(log: Path) -> list[str]:
