@@ -94,13 +94,16 @@ class FamilyContexts(BaseModel):
         if row is None:
             return None
         speedups = tuple(round(s / a, 3) for s, a in zip(row.decode_tok_s, size.alone.decode_tok_s))
-        return ContextReading(method=method, drafter=row.drafter or method, tokens=tokens, speedup=round(_interpolate(self.lengths, speedups, tokens), 3),
-                              short_speedup=speedups[0], lengths=self.lengths, speedups=speedups, k=row.k or 0,
+        return ContextReading(method=method, drafter=row.drafter or method, tokens=tokens,
+                              speedup=round(_interpolate(self.lengths, speedups, tokens), 3), short_speedup=speedups[0], lengths=self.lengths, speedups=speedups, k=row.k or 0,
                               alpha=alpha, beyond=tokens > self.lengths[-1])
 
-    def source_text(self) -> str:
-        return (f"served over HTTP on {self.measured['gpu']} with vLLM {self.measured['vllm']}, forced acceptance "
-                f"(raw: {self.measured['raw']})")
+    def readings(self, size_key: str | None, tokens: int, alpha: float = 0.85) -> dict[str, ContextReading]:
+        """Every method served beside ``size_key`` at ``alpha``, read at ``tokens`` (empty: that size was not served)."""
+        size = self.sizes.get(size_key or "")
+        methods = sorted({row.method for row in size.methods if row.method}) if size else []
+        return {method: reading for method in methods
+                if (reading := self.reading(size_key, method, tokens, alpha)) is not None}
 
 
 def _interpolate(lengths: tuple[int, ...], values: tuple[float, ...], tokens: int) -> float:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import shlex
 
-from specdraft.checkpoints import Checkpoint, published_assistant, published_speculators
+from specdraft.checkpoints import Checkpoint, published_assistant, published_drafters
 from specdraft.families import ContextReading
 from specdraft.findings import Finding
 from specdraft.planning.facts.method_ranking import measured_size
+from specdraft.planning.knowledge.speculators import speculator_from_name
 
 CHECK = "expected-context"
 HOPPER = ("h100", "h200")
@@ -29,12 +30,7 @@ context question: the method checks speak to it)."""
 def readings_at(target: Checkpoint, tokens: int) -> dict[str, ContextReading]:
     """Every method served beside ``target``'s measured size, read at ``tokens`` of context (empty: none served)."""
     family, size = measured_size(target)
-    contexts = family.contexts
-    if contexts is None or size is None or size not in contexts.sizes:
-        return {}
-    methods = {row.method for row in contexts.sizes[size].methods if row.method}
-    found = {method: contexts.reading(size, method, tokens) for method in sorted(methods)}
-    return {method: reading for method, reading in found.items() if reading is not None}
+    return family.contexts.readings(size, tokens) if family.contexts is not None else {}
 
 
 def check_expected_context(target: Checkpoint, method: str, expected: int | None, max_model_len: int,
@@ -72,10 +68,12 @@ def check_expected_context(target: Checkpoint, method: str, expected: int | None
 
 
 def _drafter_hint(target: Checkpoint, method: str) -> str:
-    """How to serve ``method`` instead: its published drafter for the target where one is known."""
-    published = ([published_assistant(target)] if method == "mtp"
-                 else [repo for repo in published_speculators(target) if repo.lower().endswith(f".{method}")])
-    drafter = next((repo for repo in published if repo), None)
+    """How to serve ``method`` instead: its published drafter for the target where one is known (a speculator's
+    method read from its name as everywhere else, ``speculator_from_name``; the assistant runs ``mtp``)."""
+    assistant = published_assistant(target)
+    drafter = next((repo for repo in published_drafters(target)
+                    if ("mtp" if repo == assistant else getattr(speculator_from_name(repo), "method", None)) == method),
+                   None)
     return f"--draft {drafter}" if drafter else f"give {method}'s drafter as --draft"
 
 
