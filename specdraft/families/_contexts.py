@@ -66,7 +66,8 @@ class ContextReading(BaseModel):
         return self.speedup / self.short_speedup
 
     def measured_text(self) -> str:
-        lengths = ", ".join(f"{speedup:.2f}x at {length // 1024}K" for length, speedup in zip(self.lengths, self.speedups))
+        lengths = ", ".join(f"{speedup:.2f}x at {length // 1024}K"
+                            for length, speedup in zip(self.lengths, self.speedups))
         return f"{lengths}; served with {self.drafter}"
 
 
@@ -95,11 +96,13 @@ class FamilyContexts(BaseModel):
             return None
         speedups = tuple(round(s / a, 3) for s, a in zip(row.decode_tok_s, size.alone.decode_tok_s))
         return ContextReading(method=method, drafter=row.drafter or method, tokens=tokens,
-                              speedup=round(_interpolate(self.lengths, speedups, tokens), 3), short_speedup=speedups[0], lengths=self.lengths, speedups=speedups, k=row.k or 0,
+                              speedup=round(_interpolate(self.lengths, speedups, tokens), 3), short_speedup=speedups[0],
+                              lengths=self.lengths, speedups=speedups, k=row.k or 0,
                               alpha=alpha, beyond=tokens > self.lengths[-1])
 
     def readings(self, size_key: str | None, tokens: int, alpha: float = 0.85) -> dict[str, ContextReading]:
-        """Every method served beside ``size_key`` at ``alpha``, read at ``tokens`` (empty: that size was not served)."""
+        """Every method served beside ``size_key`` at ``alpha``, read at ``tokens`` (empty: that size was not
+        served)."""
         size = self.sizes.get(size_key or "")
         methods = sorted({row.method for row in size.methods if row.method}) if size else []
         return {method: reading for method in methods

@@ -56,8 +56,9 @@ def check_expected_context(target: Checkpoint, method: str, expected: int | None
     best = max(readings.values(), key=lambda r: r.speedup)
     where = _where(reading, expected, profile)
     if reading.speedup < 1 or (reading.factor < LOST_SHARE and best.speedup >= FAR_BEHIND * reading.speedup):
-        faster = f"; {best.method} served {best.speedup:.2f}x there ({best.measured_text()})" if best is not reading else ""
-        # measured on H200s: on a GPU of another kind (a DGX Spark's bandwidth-bound step) it is a pointer, not a verdict
+        faster = (f"; {best.method} served {best.speedup:.2f}x there ({best.measured_text()})"
+                  if best is not reading else "")
+        # measured on H200s: on a GPU of another kind (a DGX Spark's bandwidth-bound step) it points, it is no verdict
         return Finding(level="warning" if profile in HOPPER else "info", check=CHECK,
                        message=f"{where}: {method} served {reading.speedup:.2f}x of the target alone "
                                f"({reading.measured_text()}){faster}",

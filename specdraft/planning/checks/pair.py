@@ -12,9 +12,9 @@ from __future__ import annotations
 from specdraft.families import rules_for
 from specdraft.findings import Finding
 from specdraft.planning.checks.chat_template import check_chat_template, check_checkpoint_template
-from specdraft.planning.checks.context import check_expected_context
 from specdraft.planning.checks.checkpoints import (check_checkpoint, check_max_model_len, check_quantization,
                                                    check_special_tokens, check_vocab_size)
+from specdraft.planning.checks.context import check_expected_context
 from specdraft.planning.checks.drafter import (check_draft_tensor_parallel, check_kv_cache_manager,
                                                check_measured_loss, check_method, check_multimodal_target,
                                                suggest_mtp_assistant)
@@ -23,8 +23,8 @@ from specdraft.planning.checks.vllm_install import check_hotfixes, check_vllm
 
 __all__ = [  # every pair check, wherever it is defined
     "PairFacts", "check_chat_template", "check_checkpoint", "check_checkpoint_template", "check_draft_tensor_parallel",
-    "check_expected_context", "check_hotfixes", "check_kv_cache_manager", "check_max_model_len", "check_measured_loss", "check_method",
-    "check_multimodal_target", "check_pair", "check_quantization", "check_special_tokens", "check_vllm",
+    "check_expected_context", "check_hotfixes", "check_kv_cache_manager", "check_max_model_len", "check_measured_loss",
+    "check_method", "check_multimodal_target", "check_pair", "check_quantization", "check_special_tokens", "check_vllm",
     "check_vocab_size", "suggest_mtp_assistant",
 ]
 

@@ -113,7 +113,8 @@ def _row_lines(lead: str, row: RankedMethod) -> list[str]:
     return [f"{lead}{row.method}{drafter}: {pick}"
             + ("" if row.measured_costs else " (costs not measured)"),
             f"     costs: {row.cost_basis}",
-            f"     acceptance: {row.acceptance_basis}"] + ([f"     context: {row.context_basis}"] if row.context_basis else [])
+            f"     acceptance: {row.acceptance_basis}"] + ([f"     context: {row.context_basis}"]
+                                                         if row.context_basis else [])
 
 
 def method_of(draft: Checkpoint) -> tuple[str, Speculator | None]:
